@@ -1,0 +1,95 @@
+"""The error hierarchy.
+
+One root, :class:`AssayError`. Each class also inherits the builtin it behaves like, carries the
+offending values as attributes, and says whether retrying can help (``transient``). Prefect retries
+and the command line read these properties; nothing matches on message text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AssayError(Exception):
+    """Root of every error Assay raises on purpose."""
+
+    transient: bool = False
+    """True when the same call may succeed if retried (a lock, a rate limit, a flaky network)."""
+
+    exit_code: int = 1
+    """The command line's exit code when this error reaches it."""
+
+
+class ConfigError(AssayError, ValueError):
+    """A setting is missing or malformed."""
+
+
+class BundleError(AssayError, ValueError):
+    """A bundle file is malformed. Names the file, the path inside it and what is allowed."""
+
+    def __init__(self, file: str, problems: list[tuple[str, str]]):
+        self.file = file
+        self.problems = problems
+        lines = [f"{file}: {where}: {what}" if where else f"{file}: {what}" for where, what in problems]
+        super().__init__("\n".join(lines))
+
+
+class IdentifierError(AssayError, ValueError):
+    """A value that becomes part of a path or key is not a valid identifier."""
+
+    def __init__(self, field: str, value: Any, rule: str):
+        self.field, self.value, self.rule = field, value, rule
+        super().__init__(f"{field} {value!r} is not a valid identifier: {rule}")
+
+
+class NotFoundError(AssayError, LookupError):
+    """A named thing (suite, run, consumer, ...) does not exist."""
+
+    def __init__(self, kind: str, key: str, hint: str = ""):
+        self.kind, self.key = kind, key
+        super().__init__(f"no {kind} {key!r}" + (f"; {hint}" if hint else ""))
+
+
+class ImmutableError(AssayError, RuntimeError):
+    """An in-place change to a row that may only gain new versions."""
+
+
+class LeaseError(AssayError, RuntimeError):
+    """The caller does not hold the run's lease (never had it, it expired, or another owner won)."""
+
+    def __init__(self, run_id: str, owner: str, reason: str):
+        self.run_id, self.owner, self.reason = run_id, owner, reason
+        super().__init__(f"run {run_id}: {owner!r} does not hold the lease: {reason}")
+
+
+class RunFinalisedError(LeaseError):
+    """The run is finalised; nothing may change it."""
+
+
+class CriteriaError(AssayError, ValueError):
+    """A criteria spec cannot be resolved against the suite's assertions."""
+
+
+class SchemaVersionError(AssayError, ValueError):
+    """A stored file or document carries a schema version this build does not know."""
+
+    def __init__(self, where: str, found: Any, known: list[Any]):
+        self.where, self.found, self.known = where, found, known
+        super().__init__(
+            f"{where}: schema version {found!r} is not one this build of Assay reads "
+            f"(known: {', '.join(map(str, known))}); upgrade Assay or rewrite the file"
+        )
+
+
+class EvidenceError(AssayError, ValueError):
+    """Evidence handed to the lake does not match its schema."""
+
+
+class RunnerError(AssayError, RuntimeError):
+    """A runner could not execute a case. Becomes an ERROR case run, never a FAIL."""
+
+
+class TransientRunnerError(RunnerError):
+    """A runner failure that may go away on retry (rate limit, timeout, 5xx)."""
+
+    transient = True

@@ -1,0 +1,227 @@
+"""The runner contract: claim -> report -> release.
+
+A runner is a class registered by name that declares, as data, what it can do: the mechanisms its
+evidence supports, the run targets it accepts, and whether it is synchronous. It never writes
+assertion results and never decides whether a test passed; it produces :class:`~.evidence.Report`
+batches, and :func:`drive` hands them to a :class:`Ledger` under a lease.
+
+Synchronous runners implement :meth:`Runner.execute`. Asynchronous runners (a vendor that answers
+hours later) implement :meth:`Runner.submit` and :meth:`Runner.collect`: a run is submitted under one
+lease and collected under later ones by a scheduled flow.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
+
+from .errors import AssayError, NotFoundError
+from .evidence import Report
+
+log = logging.getLogger(__name__)
+
+TargetKind = Literal["config", "call_set"]
+TARGET_KINDS: tuple[str, ...] = ("config", "call_set")
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One case as a runner sees it: the situation, never a mechanism."""
+
+    case_id: str
+    case_key: str
+    content: dict[str, Any]
+    """The case's content (title, situation) as snapshotted for this run."""
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """Everything a runner needs to execute one run."""
+
+    run_id: str
+    team_id: str
+    suite_key: str
+    target_kind: str
+    target: dict[str, Any]
+    """The run target: ``{"config": {...}}`` (a compiled assistant config) or
+    ``{"call_set": {"path": ..., "sha256": ...}}`` (a file of recorded calls)."""
+    cases: tuple[CaseSpec, ...]
+    deadline_at: datetime | None = None
+
+    def case_by_key(self) -> dict[str, CaseSpec]:
+        return {c.case_key: c for c in self.cases}
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Proof of holding a run: only the holder may report, renew or release."""
+
+    run_id: str
+    owner: str
+    expires_at: datetime
+
+
+ReceiptStatus = Literal["accepted", "duplicate", "rejected"]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What became of a report."""
+
+    status: ReceiptStatus
+    case_runs: int = 0
+    evaluations: int = 0
+    reason: str | None = None
+
+
+class Ledger(Protocol):
+    """The run ledger a runner reports into (implemented by the catalog in ``storage``)."""
+
+    def claim(self, run_id: str, owner: str, ttl_seconds: float) -> Lease: ...
+
+    def renew(self, lease: Lease, ttl_seconds: float) -> Lease: ...
+
+    def report(self, lease: Lease, report: Report) -> Receipt: ...
+
+    def release(self, lease: Lease, *, error: str | None = None) -> None: ...
+
+
+Heartbeat = Callable[[], None]
+"""Called by a runner while it works; renews the lease."""
+
+
+class Runner(ABC):
+    """Base of every runner. Subclasses set the class attributes and implement execute (or submit/collect)."""
+
+    name: ClassVar[str]
+    """The registry name (``config_check``, ``recorded``, ``vapi_chat``, ...)."""
+    mechanisms: ClassVar[frozenset[str]]
+    """Mechanisms whose evidence this runner's reports carry."""
+    synchronous: ClassVar[bool] = True
+    target_kinds: ClassVar[frozenset[str]]
+    """Run targets this runner can execute (``config``, ``call_set``)."""
+
+    batch_size: int = 10_000
+    """Case runs per report: large enough to write few files, small enough to renew often."""
+
+    def execute(self, job: RunJob, heartbeat: Heartbeat) -> Iterator[Report]:
+        """Synchronous runners: execute the job, yielding report batches."""
+        raise NotImplementedError(f"runner {self.name!r} is asynchronous: use submit/collect")
+
+    def submit(self, job: RunJob) -> str:
+        """Asynchronous runners: start the job remotely; return the provider's reference."""
+        raise NotImplementedError(f"runner {self.name!r} is synchronous: use execute")
+
+    def collect(self, job: RunJob, provider_ref: str) -> Iterator[Report] | None:
+        """Asynchronous runners: reports if the provider has finished, None if not yet."""
+        raise NotImplementedError(f"runner {self.name!r} is synchronous: use execute")
+
+    @classmethod
+    def example_target(cls, workdir: Path, cases: Sequence[CaseSpec]) -> tuple[str, dict[str, Any]]:
+        """A small valid run target (kind, target) for these cases, written under ``workdir``.
+
+        The conformance kit runs every registered runner against its own example target.
+        """
+        raise NotImplementedError(f"runner {cls.name!r} provides no example target for the conformance kit")
+
+
+_REGISTRY: dict[str, type[Runner]] = {}
+
+
+def register(cls: type[Runner]) -> type[Runner]:
+    """Class decorator: make a runner available by its ``name``."""
+    for attr in ("name", "mechanisms", "target_kinds"):
+        if not hasattr(cls, attr):
+            raise TypeError(f"runner {cls.__qualname__} must declare {attr!r}")
+    unknown = set(cls.target_kinds) - set(TARGET_KINDS)
+    if unknown:
+        raise TypeError(f"runner {cls.name!r} declares unknown target kinds {sorted(unknown)}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered() -> dict[str, type[Runner]]:
+    """Every registered runner class by name."""
+    return dict(_REGISTRY)
+
+
+def runner_class(name: str) -> type[Runner]:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise NotFoundError("runner", name, f"known runners: {', '.join(sorted(_REGISTRY)) or 'none'}") from None
+
+
+def default_runner_for(target_kind: str) -> str:
+    """The one registered runner for a target kind, when exactly one accepts it."""
+    names = sorted(n for n, c in _REGISTRY.items() if target_kind in c.target_kinds and c.synchronous)
+    preferred = {"config": "config_check", "call_set": "recorded"}.get(target_kind)
+    if preferred in names:
+        return preferred
+    if len(names) == 1:
+        return names[0]
+    raise NotFoundError("runner", f"for target {target_kind!r}", "name one with --runner")
+
+
+@dataclass
+class DriveResult:
+    """What a drive did, for the caller to print or log."""
+
+    run_id: str
+    reports: int = 0
+    case_runs: int = 0
+    evaluations: int = 0
+    duplicates: int = 0
+    error: str | None = None
+    receipts: list[Receipt] = field(default_factory=list)
+
+
+def drive(
+    runner: Runner,
+    ledger: Ledger,
+    job: RunJob,
+    *,
+    owner: str,
+    ttl_seconds: float,
+    on_report: Callable[[Receipt], None] | None = None,
+) -> DriveResult:
+    """Claim the run, execute it, report every batch, release. The one life cycle every sync runner follows.
+
+    A runner failure that is ours to name (an :class:`AssayError`) releases the run with that error; any
+    other exception releases it with the error too and is re-raised, so nothing hangs on a lease.
+    """
+    if not runner.synchronous:
+        raise TypeError(f"runner {runner.name!r} is asynchronous; drive() runs synchronous runners")
+    result = DriveResult(run_id=job.run_id)
+    lease = ledger.claim(job.run_id, owner, ttl_seconds)
+
+    def heartbeat() -> None:
+        nonlocal lease
+        lease = ledger.renew(lease, ttl_seconds)
+
+    try:
+        for report in runner.execute(job, heartbeat):
+            heartbeat()
+            receipt = ledger.report(lease, report)
+            result.receipts.append(receipt)
+            result.reports += 1
+            result.case_runs += receipt.case_runs
+            result.evaluations += receipt.evaluations
+            result.duplicates += receipt.status == "duplicate"
+            if on_report:
+                on_report(receipt)
+    except AssayError as exc:
+        result.error = str(exc)
+        log.error("run %s: runner %s failed: %s", job.run_id, runner.name, exc)
+        ledger.release(lease, error=result.error)
+        return result
+    except BaseException as exc:
+        ledger.release(lease, error=f"{type(exc).__name__}: {exc}")
+        raise
+    ledger.release(lease)
+    return result

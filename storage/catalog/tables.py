@@ -1,0 +1,216 @@
+"""The catalog's tables (SQLAlchemy Core). Alembic revisions create them; this module names them.
+
+Definitions (teams, consumers, cases, suites, suite_cases, assertions, criteria) and the run ledger
+(runs, run_criteria, run_reports, rejected_reports). Assertions and criteria are immutable: the
+migration installs triggers that refuse an UPDATE, so a change must be a new version. A finalised
+run is frozen the same way.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.types import TypeDecorator
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+class UtcDateTime(TypeDecorator):
+    """A timestamp stored as naive UTC and read back tz-aware; refuses naive input."""
+
+    impl = sa.DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: pass a tz-aware timestamp")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _created() -> sa.Column:
+    return sa.Column("created_at", UtcDateTime(), nullable=False, default=_now)
+
+
+teams = sa.Table(
+    "teams",
+    metadata,
+    sa.Column("team_id", sa.String(64), primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    _created(),
+)
+
+consumers = sa.Table(
+    "consumers",
+    metadata,
+    sa.Column("consumer_key", sa.String(64), primary_key=True),
+    sa.Column("description", sa.Text, nullable=False, server_default=""),
+    _created(),
+)
+
+cases = sa.Table(
+    "cases",
+    metadata,
+    sa.Column("case_id", sa.String(32), primary_key=True),
+    sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
+    sa.Column("case_key", sa.String(64), nullable=False),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("content", sa.JSON, nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("source_recipe_id", sa.String(64), nullable=True),
+    _created(),
+    sa.Column("updated_at", UtcDateTime(), nullable=False, default=_now),
+    sa.UniqueConstraint("team_id", "case_key", name="uq_cases_team_key"),
+)
+
+suites = sa.Table(
+    "suites",
+    metadata,
+    sa.Column("suite_id", sa.String(32), primary_key=True),
+    sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
+    sa.Column("suite_key", sa.String(64), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("target_kind", sa.String(16), nullable=False),
+    sa.Column("target", sa.JSON, nullable=False),
+    sa.Column("target_hash", sa.String(64), nullable=False),
+    _created(),
+    sa.Column("updated_at", UtcDateTime(), nullable=False, default=_now),
+    sa.UniqueConstraint("team_id", "suite_key", name="uq_suites_team_key"),
+    sa.CheckConstraint("target_kind IN ('config', 'call_set')", name="target_kind"),
+)
+
+suite_cases = sa.Table(
+    "suite_cases",
+    metadata,
+    sa.Column("suite_id", sa.String(32), sa.ForeignKey("suites.suite_id"), primary_key=True),
+    sa.Column("case_id", sa.String(32), sa.ForeignKey("cases.case_id"), primary_key=True),
+    sa.Column("position", sa.Integer, nullable=False),
+)
+
+assertions = sa.Table(
+    "assertions",
+    metadata,
+    sa.Column("assertion_id", sa.String(32), primary_key=True),
+    sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
+    sa.Column("case_id", sa.String(32), sa.ForeignKey("cases.case_id"), nullable=True),
+    sa.Column("suite_id", sa.String(32), sa.ForeignKey("suites.suite_id"), nullable=True),
+    sa.Column("owner", sa.String(40), nullable=False),
+    sa.Column("assertion_key", sa.String(64), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("mechanism", sa.String(64), nullable=False),
+    sa.Column("params", sa.JSON, nullable=False),
+    sa.Column("role", sa.String(64), nullable=True),
+    sa.Column("description", sa.Text, nullable=False, server_default=""),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    _created(),
+    sa.UniqueConstraint("owner", "assertion_key", "version", name="uq_assertions_owner_key_version"),
+    sa.CheckConstraint("(case_id IS NULL) <> (suite_id IS NULL)", name="case_or_suite"),
+    sa.CheckConstraint(
+        "owner = CASE WHEN case_id IS NOT NULL THEN 'case:' || case_id ELSE 'suite:' || suite_id END",
+        name="owner_matches",
+    ),
+    sa.CheckConstraint("version >= 1", name="version_positive"),
+)
+
+criteria = sa.Table(
+    "criteria",
+    metadata,
+    sa.Column("criteria_id", sa.String(32), primary_key=True),
+    sa.Column("suite_id", sa.String(32), sa.ForeignKey("suites.suite_id"), nullable=False),
+    sa.Column("consumer_key", sa.String(64), sa.ForeignKey("consumers.consumer_key"), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("spec", sa.JSON, nullable=False),
+    sa.Column("spec_hash", sa.String(64), nullable=False),
+    _created(),
+    sa.UniqueConstraint("suite_id", "consumer_key", "version", name="uq_criteria_suite_consumer_version"),
+    sa.CheckConstraint("version >= 1", name="version_positive"),
+)
+
+RUN_STATUSES = ("pending", "running", "released", "completed", "error", "timed_out")
+FINAL_STATUSES = ("completed", "error", "timed_out")
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("run_id", sa.String(32), primary_key=True),
+    sa.Column("suite_id", sa.String(32), sa.ForeignKey("suites.suite_id"), nullable=False),
+    sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
+    sa.Column("runner", sa.String(64), nullable=False),
+    sa.Column("provider", sa.String(64), nullable=True),
+    sa.Column("provider_ref", sa.Text, nullable=True),
+    sa.Column("request_id", sa.String(128), nullable=True, unique=True),
+    sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
+    sa.Column("status_reason", sa.Text, nullable=True),
+    sa.Column("lease_owner", sa.String(128), nullable=True),
+    sa.Column("lease_expires_at", UtcDateTime(), nullable=True),
+    sa.Column("deadline_at", UtcDateTime(), nullable=True),
+    sa.Column("claimed_at", UtcDateTime(), nullable=True),
+    sa.Column("last_report_at", UtcDateTime(), nullable=True),
+    sa.Column("finalised_at", UtcDateTime(), nullable=True),
+    sa.Column("outcome", sa.String(16), nullable=True),
+    sa.Column("case_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("case_runs", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("evaluations", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("lake_date", sa.String(10), nullable=False),
+    _created(),
+    sa.CheckConstraint(
+        "status IN ('pending', 'running', 'released', 'completed', 'error', 'timed_out')", name="status"
+    ),
+    sa.CheckConstraint("(lease_owner IS NULL) = (lease_expires_at IS NULL)", name="lease_pair"),
+    sa.CheckConstraint(
+        "(finalised_at IS NULL) = (status NOT IN ('completed', 'error', 'timed_out'))", name="final_pair"
+    ),
+)
+sa.Index("ix_runs_open", runs.c.finalised_at, runs.c.lease_expires_at)
+sa.Index("ix_runs_suite", runs.c.suite_id, runs.c.created_at)
+
+run_criteria = sa.Table(
+    "run_criteria",
+    metadata,
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("consumer_key", sa.String(64), sa.ForeignKey("consumers.consumer_key"), primary_key=True),
+    sa.Column("criteria_id", sa.String(32), sa.ForeignKey("criteria.criteria_id"), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+)
+
+run_reports = sa.Table(
+    "run_reports",
+    metadata,
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("request_id", sa.String(128), primary_key=True),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("case_runs", sa.Integer, nullable=False),
+    sa.Column("evaluations", sa.Integer, nullable=False),
+    sa.Column("files", sa.JSON, nullable=False),
+    sa.Column("received_at", UtcDateTime(), nullable=False, default=_now),
+)
+
+rejected_reports = sa.Table(
+    "rejected_reports",
+    metadata,
+    sa.Column("rejected_id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), nullable=False),
+    sa.Column("request_id", sa.String(128), nullable=False),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("received_at", UtcDateTime(), nullable=False, default=_now),
+)
+sa.Index("ix_rejected_reports_run", rejected_reports.c.run_id)
