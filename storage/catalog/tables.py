@@ -1,7 +1,8 @@
 """The catalog's tables (SQLAlchemy Core). Alembic revisions create them; this module names them.
 
 Definitions (teams, consumers, cases, suites, suite_cases, assertions, criteria) and the run ledger
-(runs, run_criteria, run_reports, rejected_reports). Assertions and criteria are immutable: the
+(runs, run_cases with the snapshot of each case a run executes, run_criteria with the criteria
+version stamped per consumer at start, run_reports, rejected_reports). Assertions and criteria are immutable: the
 migration installs triggers that refuse an UPDATE, so a change must be a new version. A finalised
 run is frozen the same way.
 """
@@ -180,6 +181,17 @@ runs = sa.Table(
 )
 sa.Index("ix_runs_open", runs.c.finalised_at, runs.c.lease_expires_at)
 sa.Index("ix_runs_suite", runs.c.suite_id, runs.c.created_at)
+
+run_cases = sa.Table(
+    "run_cases",
+    metadata,
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("case_id", sa.String(32), sa.ForeignKey("cases.case_id"), primary_key=True),
+    sa.Column("case_key", sa.String(64), nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("snapshot", sa.JSON, nullable=False),
+    sa.Column("snapshot_hash", sa.String(64), nullable=False),
+)
 
 run_criteria = sa.Table(
     "run_criteria",

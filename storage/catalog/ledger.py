@@ -1,0 +1,205 @@
+"""The run ledger: leases (claim, renew, release), reports, finalisation and the reaper.
+
+Every lease operation is one compare-and-set UPDATE whose WHERE clause states the precondition, so
+it is atomic on SQLite and PostgreSQL alike: of N processes racing to claim a run, exactly one
+UPDATE matches. A report first takes the run's row lock with such an UPDATE (only the live lease
+holder's matches), records the request id (a repeat is a no-op), and publishes the evidence files
+to the lake before the transaction commits.
+
+A report into a finalised run is dropped loudly: logged, counted, and kept in ``rejected_reports``
+with its whole payload.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+
+import sqlalchemy as sa
+
+from assay.core.errors import LeaseError, NotFoundError, RunFinalisedError
+from assay.core.evidence import Report
+from assay.core.runner import Lease, Receipt
+
+from ..evidence import assemble
+from ..lake import Lake
+from . import tables as t
+
+log = logging.getLogger(__name__)
+runs = t.runs
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class CatalogLedger:
+    """The :class:`assay.core.runner.Ledger` backed by the catalog and the evidence lake."""
+
+    def __init__(self, engine: sa.Engine, lake: Lake, clock=_now):
+        self.engine = engine
+        self.lake = lake
+        self.clock = clock
+
+    # -- leases ---------------------------------------------------------------------------------
+    def claim(self, run_id: str, owner: str, ttl_seconds: float) -> Lease:
+        """Take the run's lease if nobody holds a live one; raise :class:`LeaseError` otherwise."""
+        now = self.clock()
+        expires = now + timedelta(seconds=ttl_seconds)
+        stmt = (
+            runs.update()
+            .where(
+                runs.c.run_id == run_id,
+                runs.c.finalised_at.is_(None),
+                sa.or_(runs.c.deadline_at.is_(None), runs.c.deadline_at > now),
+                sa.or_(runs.c.lease_owner.is_(None), runs.c.lease_expires_at < now, runs.c.lease_owner == owner),
+            )
+            .values(lease_owner=owner, lease_expires_at=expires, claimed_at=now, status="running", status_reason=None)
+        )
+        with self.engine.begin() as conn:
+            if conn.execute(stmt).rowcount == 1:
+                return Lease(run_id, owner, expires)
+            raise self._why_not(conn, run_id, owner, now)
+
+    def renew(self, lease: Lease, ttl_seconds: float) -> Lease:
+        """Extend a live lease; raise :class:`LeaseError` if it expired or was taken."""
+        now = self.clock()
+        expires = now + timedelta(seconds=ttl_seconds)
+        with self.engine.begin() as conn:
+            if conn.execute(self._holding(lease, now).values(lease_expires_at=expires)).rowcount == 1:
+                return Lease(lease.run_id, lease.owner, expires)
+            raise self._why_not(conn, lease.run_id, lease.owner, now)
+
+    def release(self, lease: Lease, *, error: str | None = None) -> None:
+        """Give the lease back. With ``error`` the run is finalised as ``error`` at once."""
+        now = self.clock()
+        values: dict = {"lease_owner": None, "lease_expires_at": None, "status": "released"}
+        if error is not None:
+            values.update(status="error", status_reason=error, finalised_at=now)
+        stmt = runs.update().where(
+            runs.c.run_id == lease.run_id, runs.c.lease_owner == lease.owner, runs.c.finalised_at.is_(None)
+        )
+        with self.engine.begin() as conn:
+            if conn.execute(stmt.values(**values)).rowcount != 1:
+                raise self._why_not(conn, lease.run_id, lease.owner, now)
+
+    def finalise(self, run_id: str, *, status: str = "completed", outcome: str | None = None) -> None:
+        """Freeze a released run with its final status (and, once judged, its stamped outcome)."""
+        stmt = runs.update().where(
+            runs.c.run_id == run_id, runs.c.finalised_at.is_(None), runs.c.lease_owner.is_(None)
+        )
+        with self.engine.begin() as conn:
+            if conn.execute(stmt.values(status=status, outcome=outcome, finalised_at=self.clock())).rowcount != 1:
+                raise self._why_not(conn, run_id, "(finaliser)", self.clock())
+
+    def _holding(self, lease: Lease, now: datetime) -> sa.Update:
+        return runs.update().where(
+            runs.c.run_id == lease.run_id,
+            runs.c.lease_owner == lease.owner,
+            runs.c.lease_expires_at >= now,
+            runs.c.finalised_at.is_(None),
+        )
+
+    def _why_not(self, conn: sa.Connection, run_id: str, owner: str, now: datetime) -> Exception:
+        row = conn.execute(sa.select(runs).where(runs.c.run_id == run_id)).first()
+        if row is None:
+            return NotFoundError("run", run_id)
+        if row.finalised_at is not None:
+            return RunFinalisedError(run_id, owner, f"the run is finalised ({row.status})")
+        if row.deadline_at is not None and row.deadline_at <= now:
+            return LeaseError(run_id, owner, f"the deadline passed at {row.deadline_at.isoformat()}")
+        if row.lease_owner is None:
+            return LeaseError(run_id, owner, "nobody holds the lease; claim it first")
+        if row.lease_owner != owner:
+            return LeaseError(run_id, owner, f"held by {row.lease_owner!r} until {row.lease_expires_at.isoformat()}")
+        return LeaseError(run_id, owner, f"the lease expired at {row.lease_expires_at.isoformat()}")
+
+    # -- reports --------------------------------------------------------------------------------
+    def report(self, lease: Lease, report: Report) -> Receipt:
+        """Store a report's evidence under a live lease. Idempotent on ``report.request_id``."""
+        now = self.clock()
+        seen = sa.select(sa.literal(1)).where(
+            t.run_reports.c.run_id == lease.run_id, t.run_reports.c.request_id == report.request_id
+        )
+        duplicate = Receipt("duplicate", reason=f"request {report.request_id} was already reported")
+        with self.engine.connect() as conn, conn.begin() as txn:
+            # Taking the row lock first means a concurrent retry of the same request waits here,
+            # then sees the first one's request id below.
+            if conn.execute(self._holding(lease, now).values(last_report_at=now)).rowcount != 1:
+                if conn.execute(seen).first():
+                    return duplicate
+                refusal = self._why_not(conn, lease.run_id, lease.owner, now)
+            elif conn.execute(seen).first():
+                txn.rollback()
+                return duplicate
+            else:
+                return self._store(conn, lease, report, now)
+        return self._reject(lease, report, refusal, now)
+
+    def _store(self, conn: sa.Connection, lease: Lease, report: Report, now: datetime) -> Receipt:
+        run = conn.execute(sa.select(runs).where(runs.c.run_id == lease.run_id)).one()
+        cases = conn.execute(sa.select(t.run_cases).where(t.run_cases.c.run_id == lease.run_id)).all()
+        case_runs, evaluations = assemble(report, run, cases, now)
+        files = [self.lake.write("case_runs", case_runs, team_id=run.team_id, date=run.lake_date)]
+        if evaluations.height:
+            files.append(self.lake.write("runner_evaluations", evaluations, team_id=run.team_id, date=run.lake_date))
+        n_runs, n_evals = case_runs.height, evaluations.height
+        conn.execute(
+            runs.update()
+            .where(runs.c.run_id == lease.run_id)
+            .values(case_runs=runs.c.case_runs + n_runs, evaluations=runs.c.evaluations + n_evals)
+        )
+        conn.execute(
+            t.run_reports.insert().values(
+                run_id=lease.run_id, request_id=report.request_id, owner=lease.owner,
+                case_runs=n_runs, evaluations=n_evals, files=files, received_at=now,
+            )
+        )
+        return Receipt("accepted", case_runs=n_runs, evaluations=n_evals)
+
+    def _reject(self, lease: Lease, report: Report, refusal: Exception, now: datetime) -> Receipt:
+        """Keep a refused report with its payload; a finalised run's late report is dropped, others raise."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                t.rejected_reports.insert().values(
+                    run_id=lease.run_id, request_id=report.request_id, owner=lease.owner,
+                    reason=str(refusal), payload=report.to_payload(), received_at=now,
+                )
+            )
+            count = conn.execute(
+                sa.select(sa.func.count()).where(t.rejected_reports.c.run_id == lease.run_id)
+            ).scalar_one()
+        log.warning(
+            "run %s: dropped report %s from %s (%d rejected so far): %s",
+            lease.run_id, report.request_id, lease.owner, count, refusal,
+        )
+        if isinstance(refusal, RunFinalisedError):
+            return Receipt("rejected", reason=str(refusal))
+        raise refusal
+
+    # -- the reaper -----------------------------------------------------------------------------
+    def reap(self) -> dict[str, list[str]]:
+        """Resolve expired leases and passed deadlines to ``timed_out``; returns run ids by reason."""
+        now = self.clock()
+        open_ = runs.c.finalised_at.is_(None)
+        reasons = {
+            "deadline_passed": sa.and_(open_, runs.c.deadline_at.is_not(None), runs.c.deadline_at <= now),
+            "lease_expired": sa.and_(open_, runs.c.lease_expires_at.is_not(None), runs.c.lease_expires_at < now),
+        }
+        out: dict[str, list[str]] = {}
+        with self.engine.begin() as conn:
+            for reason, cond in reasons.items():
+                stmt = (
+                    runs.update()
+                    .where(cond)
+                    .values(
+                        status="timed_out", status_reason=reason, finalised_at=now,
+                        lease_owner=None, lease_expires_at=None,
+                    )
+                    .returning(runs.c.run_id)
+                )
+                out[reason] = sorted(conn.execute(stmt).scalars())
+        for reason, ids in out.items():
+            for run_id in ids:
+                log.warning("run %s timed out: %s", run_id, reason.replace("_", " "))
+        return out

@@ -1,0 +1,250 @@
+"""Creating runs and reading the run ledger.
+
+A run is a suite crossed with the criteria versions current at its start: creating one snapshots
+every case it will execute (content + hash) and stamps, per consumer, the criteria version it will be
+judged under. The criteria are resolved against the suite's assertions first; one that does not
+resolve stops the run before any runner is called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from assay.core.criteria import CriteriaSpec, resolve
+from assay.core.errors import NotFoundError
+from assay.core.ids import content_hash, new_id
+from assay.core.runner import CaseSpec, RunJob
+
+from . import tables as t
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """A run as stored in the ledger."""
+
+    run_id: str
+    suite_id: str
+    team_id: str
+    suite_key: str
+    runner: str
+    status: str
+    status_reason: str | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    deadline_at: datetime | None
+    created_at: datetime
+    finalised_at: datetime | None
+    outcome: str | None
+    case_count: int
+    case_runs: int
+    evaluations: int
+    lake_date: str
+    provider_ref: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.__dict__.items()}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def find_suite(conn: sa.Connection, suite: str, team: str | None = None) -> sa.Row:
+    """A suite by ``team/suite`` key, bare key (when unambiguous) or id."""
+    if "/" in suite and team is None:
+        team, suite = suite.split("/", 1)
+    q = sa.select(t.suites).where(sa.or_(t.suites.c.suite_key == suite, t.suites.c.suite_id == suite))
+    if team:
+        q = q.where(t.suites.c.team_id == team)
+    rows = conn.execute(q).all()
+    if not rows:
+        raise NotFoundError("suite", f"{team}/{suite}" if team else suite, "list suites with `assay suites`, or load a bundle")
+    if len(rows) > 1:
+        teams = ", ".join(f"{r.team_id}/{r.suite_key}" for r in rows)
+        raise NotFoundError("unique suite", suite, f"it is ambiguous; name one of: {teams}")
+    return rows[0]
+
+
+def suite_assertion_keys(conn: sa.Connection, suite_id: str) -> set[str]:
+    """Assertion keys of a suite: its own, and those of its cases."""
+    a, sc = t.assertions, t.suite_cases
+    case_ids = sa.select(sc.c.case_id).where(sc.c.suite_id == suite_id)
+    q = sa.select(a.c.assertion_key).where(sa.or_(a.c.suite_id == suite_id, a.c.case_id.in_(case_ids))).distinct()
+    return set(conn.execute(q).scalars())
+
+
+def current_criteria(conn: sa.Connection, suite_id: str) -> list[sa.Row]:
+    """The latest criteria version of each consumer for a suite."""
+    c = t.criteria
+    latest = (
+        sa.select(c.c.consumer_key, sa.func.max(c.c.version).label("version"))
+        .where(c.c.suite_id == suite_id)
+        .group_by(c.c.consumer_key)
+        .subquery()
+    )
+    q = sa.select(c).join(latest, sa.and_(c.c.consumer_key == latest.c.consumer_key, c.c.version == latest.c.version))
+    return list(conn.execute(q.where(c.c.suite_id == suite_id).order_by(c.c.consumer_key)))
+
+
+def create_run(
+    engine: sa.Engine,
+    suite: str,
+    runner: str,
+    *,
+    deadline: timedelta | None = None,
+    request_id: str | None = None,
+) -> RunRow:
+    """Create a pending run of ``suite`` for ``runner``; idempotent on ``request_id``."""
+    now = _now()
+    with engine.begin() as conn:
+        if request_id is not None:
+            existing = conn.execute(sa.select(t.runs.c.run_id).where(t.runs.c.request_id == request_id)).scalar()
+            if existing:
+                return _get(conn, existing)
+        s = find_suite(conn, suite)
+        keys = suite_assertion_keys(conn, s.suite_id)
+        stamped = current_criteria(conn, s.suite_id)
+        for row in stamped:
+            resolve(row.consumer_key, CriteriaSpec.model_validate(row.spec), keys)
+        cases = conn.execute(
+            sa.select(t.cases, t.suite_cases.c.position)
+            .join(t.suite_cases, t.suite_cases.c.case_id == t.cases.c.case_id)
+            .where(t.suite_cases.c.suite_id == s.suite_id)
+            .order_by(t.suite_cases.c.position)
+        ).all()
+        run_id = new_id()
+        conn.execute(
+            t.runs.insert().values(
+                run_id=run_id,
+                suite_id=s.suite_id,
+                team_id=s.team_id,
+                runner=runner,
+                request_id=request_id,
+                status="pending",
+                deadline_at=now + deadline if deadline else None,
+                case_count=len(cases),
+                lake_date=now.date().isoformat(),
+                created_at=now,
+            )
+        )
+        if cases:
+            conn.execute(
+                t.run_cases.insert(),
+                [
+                    {
+                        "run_id": run_id,
+                        "case_id": c.case_id,
+                        "case_key": c.case_key,
+                        "position": c.position,
+                        "snapshot": (snap := snapshot(c)),
+                        "snapshot_hash": content_hash(snap),
+                    }
+                    for c in cases
+                ],
+            )
+        if stamped:
+            conn.execute(
+                t.run_criteria.insert(),
+                [
+                    {"run_id": run_id, "consumer_key": r.consumer_key, "criteria_id": r.criteria_id, "version": r.version}
+                    for r in stamped
+                ],
+            )
+        return _get(conn, run_id)
+
+
+def snapshot(case: sa.Row) -> dict[str, Any]:
+    """The content of a case as a run executes it."""
+    return {
+        "case_key": case.case_key,
+        "title": case.title,
+        "content": case.content,
+        "source_recipe_id": case.source_recipe_id,
+    }
+
+
+_RUN_COLUMNS = [c for c in t.runs.c if c.name in RunRow.__dataclass_fields__]
+
+
+def _select_runs() -> sa.Select:
+    return sa.select(*_RUN_COLUMNS, t.suites.c.suite_key).join(t.suites, t.suites.c.suite_id == t.runs.c.suite_id)
+
+
+def _get(conn: sa.Connection, run_id: str) -> RunRow:
+    row = conn.execute(_select_runs().where(t.runs.c.run_id == run_id)).mappings().first()
+    if row is None:
+        raise NotFoundError("run", run_id, "list runs with `assay runs list`")
+    return RunRow(**row)
+
+
+def get_run(engine: sa.Engine, run_id: str) -> RunRow:
+    """One run by id (a unique prefix of at least 6 characters is accepted)."""
+    with engine.connect() as conn:
+        if len(run_id) < 32:
+            matches = conn.execute(
+                sa.select(t.runs.c.run_id).where(t.runs.c.run_id.startswith(run_id, autoescape=True)).limit(2)
+            ).scalars().all()
+            if len(run_id) >= 6 and len(matches) == 1:
+                run_id = matches[0]
+        return _get(conn, run_id)
+
+
+def list_runs(engine: sa.Engine, *, suite: str | None = None, team: str | None = None, limit: int = 50) -> list[RunRow]:
+    """Newest runs first, optionally of one suite or team."""
+    q = _select_runs().order_by(t.runs.c.created_at.desc()).limit(limit)
+    with engine.connect() as conn:
+        if suite:
+            q = q.where(t.runs.c.suite_id == find_suite(conn, suite, team).suite_id)
+        elif team:
+            q = q.where(t.runs.c.team_id == team)
+        return [RunRow(**r) for r in conn.execute(q).mappings()]
+
+
+def run_details(engine: sa.Engine, run_id: str) -> dict[str, Any]:
+    """A run with its stamped criteria, cases, accepted reports and rejected reports."""
+    run = get_run(engine, run_id)
+    with engine.connect() as conn:
+        crit = conn.execute(
+            sa.select(t.run_criteria.c.consumer_key, t.run_criteria.c.version)
+            .where(t.run_criteria.c.run_id == run.run_id)
+            .order_by(t.run_criteria.c.consumer_key)
+        ).all()
+        reports = conn.execute(
+            sa.select(t.run_reports.c.request_id, t.run_reports.c.case_runs, t.run_reports.c.evaluations)
+            .where(t.run_reports.c.run_id == run.run_id)
+            .order_by(t.run_reports.c.received_at)
+        ).all()
+        rejected = conn.execute(
+            sa.select(t.rejected_reports.c.request_id, t.rejected_reports.c.owner, t.rejected_reports.c.reason)
+            .where(t.rejected_reports.c.run_id == run.run_id)
+            .order_by(t.rejected_reports.c.rejected_id)
+        ).all()
+    return {
+        **run.to_dict(),
+        "criteria": {r.consumer_key: r.version for r in crit},
+        "reports": [dict(r._mapping) for r in reports],
+        "rejected_reports": [dict(r._mapping) for r in rejected],
+    }
+
+
+def job_for_run(engine: sa.Engine, run_id: str) -> RunJob:
+    """What a runner needs to execute a run: the suite's target and the snapshotted cases."""
+    run = get_run(engine, run_id)
+    with engine.connect() as conn:
+        suite = conn.execute(sa.select(t.suites).where(t.suites.c.suite_id == run.suite_id)).one()
+        cases = conn.execute(
+            sa.select(t.run_cases).where(t.run_cases.c.run_id == run.run_id).order_by(t.run_cases.c.position)
+        ).all()
+    return RunJob(
+        run_id=run.run_id,
+        team_id=run.team_id,
+        suite_key=suite.suite_key,
+        target_kind=suite.target_kind,
+        target=suite.target,
+        cases=tuple(CaseSpec(case_id=c.case_id, case_key=c.case_key, content=c.snapshot) for c in cases),
+        deadline_at=run.deadline_at,
+    )
