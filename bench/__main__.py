@@ -1,0 +1,59 @@
+"""Run every benchmark, print a table, write bench/results.json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import ingest, leases
+from .common import Result, machine
+
+BENCHMARKS = [ingest, leases]
+
+
+def cli_help() -> list[Result]:
+    """Wall time of `assay --help` in a fresh interpreter (imports no heavy library)."""
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "assay.flows.cli", "--help"], check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    value = sorted(times)[len(times) // 2]
+    return [Result("cli.help_seconds", round(value, 3), "s", None, None, "well under 1 s", value < 0.5,
+                   "median of 5 fresh interpreters")]
+
+
+def main() -> int:
+    results: list[Result] = []
+    for bench in [*BENCHMARKS]:
+        print(f"running {bench.__name__.split('.')[-1]} ...", flush=True)
+        results.extend(bench.run())
+    results.extend(cli_help())
+    doc = {
+        "schema": "assay.bench", "revision": 1, "stability": "experimental",
+        "machine": machine(), "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "results": [r.to_dict() for r in results],
+    }
+    out = Path(__file__).parent / "results.json"
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"benchmarks on {doc['machine']}", title_justify="left")
+    for col in ("name", "value", "unit", "baseline", "ratio", "target", "met"):
+        table.add_column(col)
+    for r in results:
+        table.add_row(r.name, f"{r.value:,}", r.unit, "" if r.baseline is None else f"{r.baseline:,}",
+                      "" if r.ratio is None else f"{r.ratio}x", r.target, "[green]yes[/]" if r.met else "[red]NO[/]")
+    Console().print(table)
+    print(f"wrote {out}")
+    return 0 if all(r.met for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

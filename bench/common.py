@@ -1,0 +1,62 @@
+"""Timing, machine description and the results document shared by every benchmark."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+WORK = Path(__file__).parent / ".work"
+
+
+@dataclass
+class Result:
+    name: str
+    value: float
+    unit: str
+    baseline: float | None
+    ratio: float | None
+    target: str
+    met: bool
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def median_seconds(fn: Callable[[], Any], repeats: int = 3, setup: Callable[[], Any] | None = None) -> float:
+    """Median wall time of ``fn`` over ``repeats`` runs (``setup`` runs untimed before each)."""
+    times = []
+    for _ in range(repeats):
+        if setup:
+            setup()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine() -> str:
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+        mem = f", {kb / 2**20:.0f} GiB"
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores{mem}, {platform.machine()}, {platform.system()}, Python {platform.python_version()}"
+
+
+def workdir(name: str) -> Path:
+    path = WORK / name
+    if path.exists():
+        import shutil
+
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path

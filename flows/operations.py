@@ -1,0 +1,73 @@
+"""The plain functions behind the flows and commands: testable without Prefect."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from assay.core.errors import ConfigError
+from assay.core.runner import DriveResult, Receipt, default_runner_for, drive, runner_class
+from assay.storage.catalog.load import load_bundle
+from assay.storage.catalog.runs import RunRow, create_run, find_suite, get_run, job_for_run
+
+from .workspace import Workspace
+
+
+def owner_name() -> str:
+    """This process's lease-owner name: host and pid, so a stuck lease names its holder."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def load(ws: Workspace, path: str) -> dict[str, Any]:
+    """Load a bundle into the catalog (all or nothing)."""
+    return load_bundle(ws.engine, path).to_dict()
+
+
+def start_run(
+    ws: Workspace, suite: str, runner: str | None = None, deadline: timedelta | None = None
+) -> RunRow:
+    """Create the run: resolve the suite and its criteria, snapshot the cases, stamp criteria versions."""
+    import assay.adapters.runners  # noqa: F401  (registers the runners)
+
+    with ws.engine.connect() as conn:
+        target_kind = find_suite(conn, suite).target_kind
+    cls = runner_class(runner or default_runner_for(target_kind))
+    if target_kind not in cls.target_kinds:
+        raise ConfigError(
+            f"runner {cls.name!r} cannot execute suite {suite!r}: its target is a {target_kind!r} and the runner "
+            f"accepts {', '.join(sorted(cls.target_kinds))}; choose another --runner"
+        )
+    return create_run(ws.engine, suite, cls.name, deadline=deadline)
+
+
+def execute_run(
+    ws: Workspace,
+    run_id: str,
+    runner_options: dict[str, Any] | None = None,
+    on_report: Callable[[Receipt], None] | None = None,
+) -> DriveResult:
+    """Claim the run, drive its runner through every report, release it."""
+    import assay.adapters.runners  # noqa: F401
+
+    run = get_run(ws.engine, run_id)
+    runner = runner_class(run.runner)(**(runner_options or {}))
+    job = job_for_run(ws.engine, run_id)
+    return drive(
+        runner, ws.ledger, job, owner=owner_name(), ttl_seconds=ws.settings.lease_seconds, on_report=on_report
+    )
+
+
+def finish_run(ws: Workspace, run_id: str) -> RunRow:
+    """Finalise a released run as completed (a run released with an error is already final)."""
+    run = get_run(ws.engine, run_id)
+    if run.finalised_at is None:
+        ws.ledger.finalise(run_id, status="completed")
+    return get_run(ws.engine, run_id)
+
+
+def reap(ws: Workspace) -> dict[str, list[str]]:
+    """Resolve expired leases and passed deadlines to timed_out."""
+    return ws.ledger.reap()

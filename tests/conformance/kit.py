@@ -1,0 +1,82 @@
+"""Shared pieces of the runner conformance kit: a contract fixture and the subprocess helpers."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+
+import assay.adapters.runners  # noqa: F401  (registers every runner)
+from assay.core.ids import content_hash
+from assay.core.runner import Runner, RunJob, registered
+from assay.storage.catalog import tables as t
+from assay.storage.catalog.engine import create_catalog_engine
+from assay.storage.catalog.ledger import CatalogLedger
+from assay.storage.catalog.runs import create_run, job_for_run
+from assay.storage.lake import Lake
+
+RUNNERS = sorted(registered())
+
+# A runner's known gap: (runner, test) -> reason. Each becomes a strict xfail, so fixing it shows.
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
+
+
+@dataclass
+class Contract:
+    runner: Runner
+    ledger: CatalogLedger
+    run_id: str
+
+    @property
+    def job(self) -> RunJob:
+        return job_for_run(self.ledger.engine, self.run_id)
+
+
+def prepare(engine: sa.Engine, lake: Lake, runner_name: str, workdir: Path, suite: str) -> Contract:
+    """A pending run of ``suite`` whose target is the runner's own example target."""
+    cls = registered()[runner_name]
+    run_id = create_run(engine, suite, runner_name).run_id
+    kind, target = cls.example_target(workdir, job_for_run(engine, run_id).cases)
+    with engine.begin() as conn:
+        conn.execute(
+            t.suites.update()
+            .where(t.suites.c.suite_id == sa.select(t.runs.c.suite_id).where(t.runs.c.run_id == run_id).scalar_subquery())
+            .values(target_kind=kind, target=target, target_hash=content_hash(target))
+        )
+    return Contract(cls(), CatalogLedger(engine, lake), run_id)
+
+
+def claim_once(url: str, lake_url: str, run_id: str, owner: str, start, results) -> None:
+    """Subprocess body for the race: wait for the start signal, try to claim, report the outcome."""
+    from assay.core.errors import LeaseError
+
+    ledger = CatalogLedger(create_catalog_engine(url), Lake(lake_url))
+    start.wait()
+    try:
+        ledger.claim(run_id, owner, 60)
+        results.put((owner, "won"))
+    except LeaseError as exc:
+        results.put((owner, f"lost: {exc.reason}"))
+
+
+def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: str, workdir: str) -> None:
+    """Subprocess body: claim with a short lease, report one batch, then die without releasing."""
+    import os
+
+    from assay.core.runner import drive
+
+    engine = create_catalog_engine(url)
+    ledger = CatalogLedger(engine, Lake(lake_url))
+    runner = registered()[runner_name]()
+    runner.batch_size = 1
+    original = ledger.report
+
+    def report_then_die(lease, report):
+        receipt = original(lease, report)
+        sys.stdout.flush()
+        os._exit(17)  # a crash: no release, no cleanup
+
+    ledger.report = report_then_die
+    drive(runner, ledger, job_for_run(engine, run_id), owner="doomed", ttl_seconds=2)

@@ -1,0 +1,180 @@
+"""The conformance kit: every registered runner, on SQLite and PostgreSQL, honours the contract.
+
+claim -> report -> release: no report without the lease; renew extends it; release ends it; a late
+report is dropped and recorded; a duplicate report is idempotent; declared mechanisms are honest; a
+runner that dies mid-run leaves a run that resolves timed_out; N processes racing to claim one run
+leave exactly one winner. A runner's known gap is a strict xfail with a reason (kit.KNOWN_GAPS).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from factories import seed_suite
+from kit import KNOWN_GAPS, RUNNERS, Contract, claim_once, die_after_first_report, prepare
+
+from assay.core.errors import LeaseError
+from assay.core.mechanisms import FAMILY_EVIDENCE, MECHANISMS, family
+from assay.core.runner import TARGET_KINDS, Lease, drive
+from assay.storage.catalog.runs import create_run, get_run, run_details
+from assay.storage.lake import Lake
+
+
+def _params(test: str) -> list:
+    return [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[(name, test)]))
+        if (name, test) in KNOWN_GAPS
+        else name
+        for name in RUNNERS
+    ]
+
+
+def per_runner(test):
+    return pytest.mark.parametrize("runner_name", _params(test.__name__))(test)
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Lake:
+    return Lake(str(tmp_path / "lake"))
+
+
+@pytest.fixture
+def contract(engine: sa.Engine, lake: Lake, tmp_path: Path, runner_name: str) -> Contract:
+    suite = seed_suite(engine, criteria={})
+    return prepare(engine, lake, runner_name, tmp_path / "work", suite)
+
+
+def _drive(c: Contract, ttl: float = 60) -> None:
+    drive(c.runner, c.ledger, c.job, owner="kit", ttl_seconds=ttl)
+
+
+def _reports(c: Contract) -> list:
+    return list(c.runner.execute(c.job, lambda: None))
+
+
+def test_every_runner_is_registered_with_honest_declarations() -> None:
+    from assay.core.runner import registered
+
+    assert {"config_check", "fixed", "recorded"} <= set(RUNNERS)
+    for name, cls in registered().items():
+        assert cls.name == name
+        assert cls.mechanisms and set(cls.mechanisms) <= set(MECHANISMS), name
+        assert cls.target_kinds and set(cls.target_kinds) <= set(TARGET_KINDS), name
+        assert isinstance(cls.synchronous, bool)
+
+
+@per_runner
+def test_no_report_without_the_lease(contract: Contract) -> None:
+    report = _reports(contract)[0]
+    unclaimed = Lease(contract.run_id, "kit", get_run(contract.ledger.engine, contract.run_id).created_at)
+    with pytest.raises(LeaseError, match="nobody holds the lease"):
+        contract.ledger.report(unclaimed, report)
+    assert contract.ledger.lake.files("case_runs") == []
+
+
+@per_runner
+def test_renew_extends_and_release_ends(contract: Contract) -> None:
+    lease = contract.ledger.claim(contract.run_id, "kit", 30)
+    renewed = contract.ledger.renew(lease, 300)
+    assert renewed.expires_at > lease.expires_at
+    contract.ledger.release(renewed)
+    with pytest.raises(LeaseError):
+        contract.ledger.report(renewed, _reports(contract)[0])
+    with pytest.raises(LeaseError):
+        contract.ledger.renew(renewed, 30)
+
+
+@per_runner
+def test_a_full_drive_stores_one_case_run_per_case(contract: Contract) -> None:
+    _drive(contract)
+    contract.ledger.finalise(contract.run_id)
+    run = get_run(contract.ledger.engine, contract.run_id)
+    assert run.status == "completed" and run.case_runs >= run.case_count == 2
+    stored = contract.ledger.lake.read("case_runs", run_id=contract.run_id)
+    assert stored.height == run.case_runs
+    assert set(stored["case_key"]) == {"case-1", "case-2"}
+    assert set(stored["runner"]) == {contract.runner.name}
+
+
+@per_runner
+def test_duplicate_reports_change_nothing(contract: Contract) -> None:
+    lease = contract.ledger.claim(contract.run_id, "kit", 60)
+    first = [contract.ledger.report(lease, r).status for r in _reports(contract)]
+    again = [contract.ledger.report(lease, r).status for r in _reports(contract)]  # a retried execution
+    assert set(first) == {"accepted"} and set(again) == {"duplicate"}
+    run = get_run(contract.ledger.engine, contract.run_id)
+    assert contract.ledger.lake.read("case_runs").height == run.case_runs
+    assert len(contract.ledger.lake.files("case_runs")) == len(first)
+
+
+@per_runner
+def test_a_late_report_is_dropped_and_recorded(contract: Contract) -> None:
+    ledger = contract.ledger
+    lease = ledger.claim(contract.run_id, "kit", 60)
+    ledger.release(lease)
+    ledger.finalise(contract.run_id, status="completed")
+    receipt = ledger.report(lease, _reports(contract)[0])
+    assert receipt.status == "rejected"
+    details = run_details(ledger.engine, contract.run_id)
+    assert len(details["rejected_reports"]) == 1 and details["case_runs"] == 0
+    assert ledger.lake.files("case_runs") == []
+
+
+@per_runner
+def test_declared_mechanisms_are_honest(contract: Contract) -> None:
+    """Every mechanism family a runner declares finds its evidence in what the runner stored."""
+    _drive(contract)
+    lake = contract.ledger.lake
+    runs = lake.read("case_runs", run_id=contract.run_id)
+    executed = runs.filter(runs["status"] == "executed")
+    assert executed.height > 0
+    evaluated = set(lake.read("runner_evaluations", run_id=contract.run_id)["case_run_id"])
+    for fam in sorted({family(m) for m in contract.runner.mechanisms}):
+        field = FAMILY_EVIDENCE[fam]
+        for row in executed.iter_rows(named=True):
+            present = row["case_run_id"] in evaluated if field == "evaluations" else bool(row[field])
+            assert present, f"{contract.runner.name} declares {fam} but case run {row['case_key']} has no {field}"
+
+
+@per_runner
+def test_a_runner_that_dies_mid_run_times_out(
+    contract: Contract, catalog_url: str, lake: Lake, tmp_path: Path
+) -> None:
+    ctx = mp.get_context("spawn")
+    proc = ctx.Process(
+        target=die_after_first_report,
+        args=(catalog_url, lake.url, contract.run_id, contract.runner.name, str(tmp_path / "work")),
+    )
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == 17
+    run = get_run(contract.ledger.engine, contract.run_id)
+    assert run.status == "running" and run.lease_owner == "doomed" and run.case_runs == 1
+    assert contract.ledger.reap()["lease_expired"] == []  # the lease is still live
+    time.sleep(max(0.0, (run.lease_expires_at - contract.ledger.clock()).total_seconds()) + 0.1)
+    assert contract.ledger.reap()["lease_expired"] == [contract.run_id]
+    run = get_run(contract.ledger.engine, contract.run_id)
+    assert (run.status, run.status_reason) == ("timed_out", "lease_expired")
+
+
+@pytest.mark.slow
+def test_racing_processes_claim_exactly_once(engine: sa.Engine, catalog_url: str, lake: Lake) -> None:
+    run_id = create_run(engine, seed_suite(engine, criteria={}), "fixed").run_id
+    ctx = mp.get_context("spawn")
+    start, results = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=claim_once, args=(catalog_url, lake.url, run_id, f"p{i}", start, results)) for i in range(8)]
+    for p in procs:
+        p.start()
+    time.sleep(2.0)  # let every process import and connect, then release them together
+    start.set()
+    outcomes = dict(results.get(timeout=60) for _ in procs)
+    for p in procs:
+        p.join(30)
+    winners = [o for o, r in outcomes.items() if r == "won"]
+    assert len(winners) == 1, outcomes
+    assert all("held by" in r for o, r in outcomes.items() if o not in winners), outcomes
+    assert get_run(engine, run_id).lease_owner == winners[0]

@@ -1,0 +1,67 @@
+"""The command line as a user meets it: real processes, real exit codes, real output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("polars", "duckdb", "prefect", "pyarrow", "pandera", "sqlalchemy", "alembic")
+
+
+def assay(*args: str, home: Path, check: int | None = 0) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env.update(ASSAY_HOME=str(home), PREFECT_HOME=str(home / "prefect"), NO_COLOR="1", COLUMNS="200")
+    proc = subprocess.run(
+        [sys.executable, "-m", "assay.flows.cli", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    if check is not None:
+        assert proc.returncode == check, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    return proc
+
+
+def test_help_imports_no_heavy_library() -> None:
+    code = (
+        "import sys\n"
+        "sys.argv = ['assay', '--help']\n"
+        "from assay.flows.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "Usage" in out and "HEAVY []" in out, out
+
+
+@pytest.mark.parametrize("args", [("run",), ("no-such-command",), ("runs", "list", "--limit", "zero")])
+def test_a_malformed_command_line_exits_2(tmp_path: Path, args: tuple[str, ...]) -> None:
+    proc = assay(*args, home=tmp_path, check=2)
+    assert "Usage" in proc.stderr or "Error" in proc.stderr
+
+
+def test_an_error_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
+    proc = assay("runs", "show", "nosuchrun", home=tmp_path, check=1)
+    assert proc.stderr.startswith("error: no run 'nosuchrun'")
+    assert "Traceback" not in proc.stderr
+    debug = assay("--debug", "runs", "show", "nosuchrun", home=tmp_path, check=1)
+    assert "Traceback" in debug.stderr and "NotFoundError" in debug.stderr
+
+
+def test_a_bad_bundle_names_the_file_and_writes_nothing(tmp_path: Path) -> None:
+    bundle = tmp_path / "bad.yaml"
+    bundle.write_text("schema: assay.bundle/v1\nteams:\n  - id: ../x\n    name: X\n")
+    proc = assay("load", str(bundle), home=tmp_path / "home", check=1)
+    assert "bad.yaml" in proc.stderr and "teams[0].id" in proc.stderr
+    runs = assay("runs", "list", "--json", home=tmp_path / "home")
+    assert json.loads(runs.stdout)["runs"] == []
+
+
+def test_json_documents_carry_schema_revision_and_stability(tmp_path: Path) -> None:
+    doc = json.loads(assay("init", "--json", home=tmp_path).stdout)
+    assert (doc["schema"], doc["revision"], doc["stability"]) == ("assay.init", 1, "experimental")
+    assert doc["catalog"].endswith("catalog.db") and (tmp_path / "catalog.db").exists()
+    listing = json.loads(assay("runs", "list", "--json", home=tmp_path).stdout)
+    assert listing["schema"] == "assay.runs" and listing["runs"] == []
