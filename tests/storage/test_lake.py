@@ -318,3 +318,13 @@ def test_from_settings_uses_the_resolved_lake_url(tmp_path: Path) -> None:
     assert lake.root == str((tmp_path / "home" / "lake").resolve())
     lake.write("case_runs", case_runs(1), team_id="team-a", date="2024-05-06")
     assert (tmp_path / "home" / "lake" / "case_runs" / "team_id=team-a").is_dir()
+
+
+def test_an_unknown_table_or_a_stray_file_is_refused(lake: Lake) -> None:
+    with pytest.raises(EvidenceError, match="no lake table 'outcomes'; known: case_runs, runner_evaluations"):
+        lake.write("outcomes", case_runs(1), team_id="team-a", date="2024-05-06")
+    stray = Path(lake.root, "case_runs", "team_id=team-a", "stray.parquet")
+    stray.parent.mkdir(parents=True)
+    stray.write_bytes(b"PAR1")
+    with pytest.raises(EvidenceError, match=r"stray\.parquet: not a lake file path"):
+        lake.scan("case_runs")

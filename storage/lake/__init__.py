@@ -1,0 +1,10 @@
+"""The evidence lake: append-only, hive-partitioned Parquet tables, validated on write.
+
+``Lake`` writes and scans the files; ``TABLES`` is the registry of tables (schema, natural key,
+pandera checks); :mod:`assay.storage.query` puts DuckDB views over the same files.
+"""
+
+from .store import Lake
+from .tables import PARTITIONS, RUNNER_EVALUATIONS, TABLES, CASE_RUNS, LakeTable, lake_table
+
+__all__ = ["CASE_RUNS", "PARTITIONS", "RUNNER_EVALUATIONS", "TABLES", "Lake", "LakeTable", "lake_table"]
