@@ -5,6 +5,18 @@ pandera checks); :mod:`assay.storage.query` puts DuckDB views over the same file
 """
 
 from .store import Lake
-from .tables import PARTITIONS, RUNNER_EVALUATIONS, TABLES, CASE_RUNS, LakeTable, lake_table
+from .tables import (
+    ASSERTION_RESULTS,
+    CASE_RUNS,
+    OUTCOMES,
+    PARTITIONS,
+    RUNNER_EVALUATIONS,
+    TABLES,
+    LakeTable,
+    lake_table,
+)
 
-__all__ = ["CASE_RUNS", "PARTITIONS", "RUNNER_EVALUATIONS", "TABLES", "Lake", "LakeTable", "lake_table"]
+__all__ = [
+    "ASSERTION_RESULTS", "CASE_RUNS", "OUTCOMES", "PARTITIONS", "RUNNER_EVALUATIONS", "TABLES",
+    "Lake", "LakeTable", "lake_table",
+]

@@ -221,5 +221,48 @@ RUNNER_EVALUATIONS = lake_table(
     frame_checks=[score_on_scale()],
 )
 
-TABLES: dict[str, LakeTable] = {t.name: t for t in (CASE_RUNS, RUNNER_EVALUATIONS)}
+_JUDGED_AT = pa.field("judged_at", pa.timestamp("us", tz="UTC"), nullable=False)
+
+OUTCOME_TRIGGERS: tuple[str, ...] = ("run", "judge", "rejudge")
+"""Why a judging pass happened: after a run, on demand (`assay judge`), or a re-judge."""
+
+OUTCOMES = lake_table(
+    "outcomes",
+    1,
+    pa.schema(
+        [
+            *map(_str, ["outcome_id", "run_id", "case_run_id", "pass_id", "trigger"]),
+            _JUDGED_AT,
+            pa.field("evaluated", pa.int64(), nullable=False),
+            pa.field("carried", pa.int64(), nullable=False),
+            ("judge", pa.string()),
+        ]
+    ),
+    natural_key=["outcome_id"],
+    checks={"trigger": [isin(OUTCOME_TRIGGERS)]},
+    first_by="judged_at",
+)
+
+ASSERTION_RESULTS = lake_table(
+    "assertion_results",
+    1,
+    pa.schema(
+        [
+            *map(_str, ["result_id", "outcome_id", "run_id", "case_run_id", "case_key"]),
+            *map(_str, ["assertion_id", "assertion_key"]),
+            pa.field("assertion_version", pa.int32(), nullable=False),
+            _str("mechanism"),
+            ("met", pa.bool_()),
+            ("value", pa.float64()),
+            ("reason", pa.string()),
+            _str("evaluator"),
+            _JUDGED_AT,
+        ]
+    ),
+    natural_key=["result_id"],
+    first_by="judged_at",
+)
+"""The atom: one row per (outcome, assertion version); ``result_id`` is derived from that pair."""
+
+TABLES: dict[str, LakeTable] = {t.name: t for t in (CASE_RUNS, RUNNER_EVALUATIONS, OUTCOMES, ASSERTION_RESULTS)}
 """Every lake table this build knows, by name."""

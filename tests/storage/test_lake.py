@@ -206,6 +206,7 @@ def test_a_file_of_an_unknown_or_missing_version_is_refused(lake: Lake, metadata
 # The golden files were made once, with schema version 1, by:
 #   lake = Lake(tmp); lake.write("case_runs", case_runs(2), team_id="golden", date="2024-05-06")
 #   lake.write("runner_evaluations", evaluations(2), team_id="golden", date="2024-05-06")
+# (outcomes and assertion_results: two hand-written rows each, ids oc-0/oc-1 and ar-0/ar-1, judged at T0)
 # and copying each written file to tests/storage/golden/<table>.v1.parquet. Never regenerate them:
 # they stand for files already in users' lakes. A new version gets a new golden file next to them.
 @pytest.mark.parametrize("table", sorted(TABLES))
@@ -217,8 +218,12 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str) 
     shutil.copy(golden, dest)
     got = lake.scan(table).collect().sort(TABLES[table].natural_key)
     assert got.height == 2 and got["team_id"].to_list() == ["golden", "golden"]
-    assert got["reported_at"].to_list() == [T0, T0]
-    if table == "case_runs":
+    assert got[TABLES[table].first_by].to_list() == [T0, T0]
+    if table == "outcomes":
+        assert got["outcome_id"].to_list() == ["oc-0", "oc-1"] and got["carried"].to_list() == [0, 1]
+    elif table == "assertion_results":
+        assert got["result_id"].to_list() == ["ar-0", "ar-1"] and got["met"].to_list() == [True, None]
+    elif table == "case_runs":
         assert got["case_run_id"].to_list() == ["cr-0", "cr-1"]
         assert got["transcript"][1].to_list()[1] == {"role": "agent", "text": "hi ✓", "t": 1.5}
         assert got["tool_calls"][1].to_list()[0]["arguments"] == '{"q": 1}'
@@ -321,8 +326,8 @@ def test_from_settings_uses_the_resolved_lake_url(tmp_path: Path) -> None:
 
 
 def test_an_unknown_table_or_a_stray_file_is_refused(lake: Lake) -> None:
-    with pytest.raises(EvidenceError, match="no lake table 'outcomes'; known: case_runs, runner_evaluations"):
-        lake.write("outcomes", case_runs(1), team_id="team-a", date="2024-05-06")
+    with pytest.raises(EvidenceError, match="no lake table 'verdicts'; known: assertion_results, case_runs, outcomes, runner_evaluations"):
+        lake.write("verdicts", case_runs(1), team_id="team-a", date="2024-05-06")
     stray = Path(lake.root, "case_runs", "team_id=team-a", "stray.parquet")
     stray.parent.mkdir(parents=True)
     stray.write_bytes(b"PAR1")
