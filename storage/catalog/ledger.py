@@ -83,12 +83,31 @@ class CatalogLedger:
             if conn.execute(stmt.values(**values)).rowcount != 1:
                 raise self._why_not(conn, lease.run_id, lease.owner, now)
 
-    def finalise(self, run_id: str, *, status: str = "completed", outcome: str | None = None) -> None:
-        """Freeze a released run with its final status (and, once judged, its stamped outcome)."""
+    def finalise(
+        self,
+        run_id: str,
+        *,
+        status: str = "completed",
+        verdicts: dict[str, tuple[str, str]] | None = None,
+    ) -> None:
+        """Freeze a released run with its final status and, once judged, each consumer's verdict.
+
+        ``verdicts`` maps consumer -> (verdict, reason) for the criteria stamped at start; the run's
+        ``outcome`` becomes the most severe of them (error, then fail, then pass). Both are written in
+        the same transaction as the freeze, and the database refuses any later change.
+        """
+        verdicts = verdicts or {}
+        outcome = next((v for v in ("error", "fail", "pass") if v in {x for x, _ in verdicts.values()}), None)
         stmt = runs.update().where(
             runs.c.run_id == run_id, runs.c.finalised_at.is_(None), runs.c.lease_owner.is_(None)
         )
         with self.engine.begin() as conn:
+            for consumer, (verdict, reason) in verdicts.items():
+                conn.execute(
+                    t.run_criteria.update()
+                    .where(t.run_criteria.c.run_id == run_id, t.run_criteria.c.consumer_key == consumer)
+                    .values(verdict=verdict, verdict_reason=reason)
+                )
             if conn.execute(stmt.values(status=status, outcome=outcome, finalised_at=self.clock())).rowcount != 1:
                 raise self._why_not(conn, run_id, "(finaliser)", self.clock())
 

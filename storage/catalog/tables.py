@@ -200,6 +200,9 @@ run_criteria = sa.Table(
     sa.Column("consumer_key", sa.String(64), sa.ForeignKey("consumers.consumer_key"), primary_key=True),
     sa.Column("criteria_id", sa.String(32), sa.ForeignKey("criteria.criteria_id"), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("verdict", sa.String(8), nullable=True),
+    sa.Column("verdict_reason", sa.Text, nullable=True),
+    sa.CheckConstraint("verdict IN ('pass', 'fail', 'error')", name="verdict"),
 )
 
 run_reports = sa.Table(

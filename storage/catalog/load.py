@@ -1,0 +1,453 @@
+"""Loading a bundle into the catalog: plan what would change, then apply the plan in one transaction.
+
+:func:`plan_load` only reads: it compares a validated :class:`~assay.core.bundle.Bundle` with the
+catalog and returns a :class:`BundleDiff` (per kind: created, updated, new version, unchanged, kept).
+:func:`apply_load` writes exactly that diff, all or nothing. :func:`load_bundle` does both inside one
+transaction, so nothing can change in between.
+
+Teams, consumers, cases and suites are editable: a change updates the row. Assertions and criteria
+are immutable: a changed assertion (mechanism, params, role, description) or criteria spec becomes a
+new version; the database itself refuses an in-place change. Anything in the catalog that the bundle
+no longer mentions is kept as it is, and the plan says so. Loading the same bundle twice changes
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlalchemy as sa
+
+from assay.core.bundle import AssertionDef, Bundle, CaseDef, SuiteDef, criteria_spec, read_bundle
+from assay.core.errors import BundleError
+from assay.core.ids import content_hash, new_id
+
+from . import tables as t
+
+KINDS = ("teams", "consumers", "cases", "suites", "assertions", "criteria")
+Kind = Literal["teams", "consumers", "cases", "suites", "assertions", "criteria"]
+Action = Literal["create", "update", "new_version", "unchanged", "kept"]
+ACTIONS: tuple[str, ...] = ("create", "update", "new_version", "unchanged", "kept")
+_PAST = {
+    "create": "created",
+    "update": "updated",
+    "new_version": "new_version",
+    "unchanged": "unchanged",
+    "kept": "kept",
+}
+_MARK = {"create": "+", "update": "~", "new_version": "+", "unchanged": "=", "kept": "."}
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One statement of the plan: an insert, an update (by key) or a delete (by key)."""
+
+    table: sa.Table
+    op: Literal["insert", "update", "delete"]
+    values: dict[str, Any] = field(default_factory=dict)
+    key: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What loading does to one thing: a team, a consumer, a case, a suite, an assertion, a criteria."""
+
+    kind: Kind
+    action: Action
+    label: str
+    """Names the thing: ``case acme-plumbing/burst-pipe``, ``acme-plumbing/main-line: criteria blueprint_ci``."""
+    version: int | None = None
+    """Assertions and criteria: the version written (create, new_version) or the latest stored (unchanged, kept)."""
+    fields: tuple[str, ...] = ()
+    """For an update: which fields change."""
+    writes: tuple[_Write, ...] = field(default=(), repr=False, compare=False)
+
+    def line(self) -> str:
+        """One line for a person: ``+ case acme/x``, ``~ suite acme/s (target)``, ``+ acme/s: criteria ci v2``."""
+        text = f"{_MARK[self.action]} {self.label}"
+        if self.version is not None:
+            text += f" v{self.version}"
+        if self.fields:
+            text += f" ({', '.join(self.fields)})"
+        if self.action == "kept":
+            text += " kept: not in the bundle, left as it is"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"kind": self.kind, "action": self.action, "label": self.label}
+        if self.version is not None:
+            body["version"] = self.version
+        if self.fields:
+            body["fields"] = list(self.fields)
+        return body
+
+
+@dataclass(frozen=True)
+class BundleDiff:
+    """What loading a bundle would do, change by change, in the order it would be written."""
+
+    file: str
+    changes: tuple[Change, ...]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Per kind, how many things each action touches (every action present, zeros included)."""
+        counts = {kind: dict.fromkeys(ACTIONS, 0) for kind in KINDS}
+        for c in self.changes:
+            counts[c.kind][c.action] += 1
+        return counts
+
+    @property
+    def has_changes(self) -> bool:
+        return any(c.writes for c in self.changes)
+
+    def new_versions(self) -> list[str]:
+        """Assertions and criteria that get a version after their first (``... assertion x v2``)."""
+        return [f"{c.label} v{c.version}" for c in self.changes if c.action == "new_version"]
+
+    def kept(self) -> list[str]:
+        """Things in the catalog that the bundle no longer mentions; loading leaves them as they are."""
+        return [c.label + (f" v{c.version}" if c.version else "") for c in self.changes if c.action == "kept"]
+
+    def lines(self, *, unchanged: bool = False) -> list[str]:
+        """The plan for a person, one line per change (unchanged things only when asked)."""
+        return [c.line() for c in self.changes if unchanged or c.action != "unchanged"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "has_changes": self.has_changes,
+            "counts": self.counts(),
+            "new_versions": self.new_versions(),
+            "kept": self.kept(),
+            "changes": [c.to_dict() for c in self.changes],
+        }
+
+
+@dataclass(frozen=True)
+class LoadSummary:
+    """What a load did: per kind, how many were created / updated / given a new version / unchanged / kept."""
+
+    file: str
+    counts: dict[str, dict[str, int]]
+    """``{"cases": {"created": 4, "updated": 0, "new_version": 0, "unchanged": 0, "kept": 0}, ...}``."""
+    new_versions: list[str]
+    """``acme-plumbing/main-line: assertion declines_out_of_area v2``, ``... criteria blueprint_ci v2``."""
+    kept: list[str]
+    """Things the bundle no longer mentions, left in the catalog as they are."""
+
+    @property
+    def changed(self) -> bool:
+        return any(n for c in self.counts.values() for a, n in c.items() if a in ("created", "updated", "new_version"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body of the ``assay.load`` document (``--json``)."""
+        return {
+            "file": self.file,
+            "changed": self.changed,
+            "counts": self.counts,
+            "new_versions": list(self.new_versions),
+            "kept": list(self.kept),
+        }
+
+
+# --- entry points --------------------------------------------------------------------------------
+
+
+def load_bundle(engine: sa.Engine, path: str | Path) -> LoadSummary:
+    """Read, validate, plan and apply ``path`` in one transaction.
+
+    Bad input raises :class:`~assay.core.errors.BundleError` naming every problem, and nothing is written.
+    """
+    bundle = read_bundle(path)
+    with engine.begin() as conn:
+        return apply_load(conn, plan_load(conn, bundle))
+
+
+def plan_load(engine: sa.Engine | sa.Connection, bundle: Bundle) -> BundleDiff:
+    """Compare ``bundle`` with the catalog; reads only.
+
+    Raises :class:`~assay.core.errors.BundleError` when a criteria's consumer is neither declared in the bundle
+    nor in the catalog.
+    """
+    with _connection(engine) as conn:
+        state = _State.read(conn, bundle)
+        _check_consumers(bundle, state)
+        return _Planner(bundle, state).plan()
+
+
+def apply_load(engine: sa.Engine | sa.Connection, diff: BundleDiff) -> LoadSummary:
+    """Write ``diff`` in one transaction (the caller's, when given a connection)."""
+    with _transaction(engine) as conn:
+        batch: list[_Write] = []
+        for write in (w for c in diff.changes for w in c.writes):
+            if batch and not (write.op == "insert" == batch[0].op and write.table is batch[0].table):
+                _execute(conn, batch)
+                batch = []
+            batch.append(write)
+        if batch:
+            _execute(conn, batch)
+    counts = {kind: {_PAST[a]: n for a, n in by_action.items()} for kind, by_action in diff.counts().items()}
+    return LoadSummary(diff.file, counts, diff.new_versions(), diff.kept())
+
+
+def _execute(conn: sa.Connection, batch: list[_Write]) -> None:
+    """Run a batch: consecutive inserts into one table go together; others one by one."""
+    first = batch[0]
+    if first.op == "insert":
+        conn.execute(first.table.insert(), [w.values for w in batch])
+        return
+    for w in batch:
+        where = sa.and_(*(w.table.c[k] == v for k, v in w.key.items()))
+        stmt = w.table.update().where(where).values(**w.values) if w.op == "update" else w.table.delete().where(where)
+        conn.execute(stmt)
+
+
+@contextmanager
+def _connection(engine: sa.Engine | sa.Connection) -> Iterator[sa.Connection]:
+    if isinstance(engine, sa.Connection):
+        yield engine
+    else:
+        with engine.connect() as conn:
+            yield conn
+
+
+@contextmanager
+def _transaction(engine: sa.Engine | sa.Connection) -> Iterator[sa.Connection]:
+    if isinstance(engine, sa.Engine):
+        with engine.begin() as conn:
+            yield conn
+    elif engine.in_transaction():
+        yield engine
+    else:
+        with engine.begin():
+            yield engine
+
+
+# --- reading the catalog -------------------------------------------------------------------------
+
+
+@dataclass
+class _State:
+    """The catalog rows a bundle could touch."""
+
+    teams: dict[str, str]
+    consumers: dict[str, str]
+    cases: dict[tuple[str, str], sa.Row]
+    suites: dict[tuple[str, str], sa.Row]
+    suite_cases: dict[str, list[tuple[str, int]]]
+    assertions: dict[tuple[str, str], tuple[int, str]]
+    """(owner, key) -> (latest version, its content hash)."""
+    criteria: dict[tuple[str, str], tuple[int, str]]
+    """(suite id, consumer) -> (latest version, its spec hash)."""
+
+    @classmethod
+    def read(cls, conn: sa.Connection, bundle: Bundle) -> _State:
+        team_ids = [team.id for team in bundle.teams]
+        wanted = {c.key for c in bundle.consumers}
+        wanted |= {k for team in bundle.teams for s in team.suites for k in s.criteria}
+        a, c, sc = t.assertions, t.criteria, t.suite_cases
+        suite_ids = sa.select(t.suites.c.suite_id).where(t.suites.c.team_id.in_(team_ids))
+        members: dict[str, list[tuple[str, int]]] = {}
+        for suite_id, case_id, position in conn.execute(
+            sa.select(sc.c.suite_id, sc.c.case_id, sc.c.position)
+            .where(sc.c.suite_id.in_(suite_ids))
+            .order_by(sc.c.position)
+        ):
+            members.setdefault(suite_id, []).append((case_id, position))
+        teams = sa.select(t.teams.c.team_id, t.teams.c.name).where(t.teams.c.team_id.in_(team_ids))
+        consumers = sa.select(t.consumers.c.consumer_key, t.consumers.c.description)
+        cases = sa.select(t.cases).where(t.cases.c.team_id.in_(team_ids))
+        suites = sa.select(t.suites).where(t.suites.c.team_id.in_(team_ids))
+        return cls(
+            teams=dict(conn.execute(teams).all()),
+            consumers=dict(conn.execute(consumers.where(t.consumers.c.consumer_key.in_(wanted))).all()),
+            cases={(r.team_id, r.case_key): r for r in conn.execute(cases)},
+            suites={(r.team_id, r.suite_key): r for r in conn.execute(suites)},
+            suite_cases=members,
+            assertions=_latest(
+                conn.execute(
+                    sa.select(a.c.owner, a.c.assertion_key, a.c.version, a.c.content_hash).where(
+                        a.c.team_id.in_(team_ids)
+                    )
+                )
+            ),
+            criteria=_latest(
+                conn.execute(
+                    sa.select(c.c.suite_id, c.c.consumer_key, c.c.version, c.c.spec_hash).where(
+                        c.c.suite_id.in_(suite_ids)
+                    )
+                )
+            ),
+        )
+
+
+def _latest(rows: Any) -> dict[tuple[str, str], tuple[int, str]]:
+    """(owner, key, version, hash) rows -> the latest (version, hash) per (owner, key)."""
+    latest: dict[tuple[str, str], tuple[int, str]] = {}
+    for owner, key, version, h in rows:
+        if version > latest.get((owner, key), (0, ""))[0]:
+            latest[(owner, key)] = (version, h)
+    return latest
+
+
+def _check_consumers(bundle: Bundle, state: _State) -> None:
+    """A criteria's consumer is declared in the bundle or already in the catalog."""
+    declared = {c.key for c in bundle.consumers} | set(state.consumers)
+    known = ", ".join(sorted(declared)) or "none"
+    problems = []
+    for ti, team in enumerate(bundle.teams):
+        for si, suite in enumerate(team.suites):
+            for consumer in suite.criteria:
+                if consumer not in declared:
+                    why = f"consumer {consumer!r} is not declared in this bundle's `consumers` nor known to the catalog"
+                    fix = f"(known: {known}); declare it under `consumers` or fix the key"
+                    problems.append((f"teams[{ti}].suites[{si}].criteria.{consumer}", f"{why} {fix}"))
+    if problems:
+        raise BundleError(bundle.file, problems)
+
+
+# --- planning ------------------------------------------------------------------------------------
+
+
+class _Planner:
+    """Walks the bundle in write order (teams, consumers, cases, suites, assertions, criteria)."""
+
+    def __init__(self, bundle: Bundle, state: _State):
+        self.bundle, self.state = bundle, state
+        self.now = datetime.now(UTC)
+        self.changes: dict[str, list[Change]] = {kind: [] for kind in KINDS}
+
+    def plan(self) -> BundleDiff:
+        for team in self.bundle.teams:
+            stored = self.state.teams.get(team.id)
+            new = {"team_id": team.id, "name": team.name, "created_at": self.now}
+            fields = {"name": (stored, team.name)}
+            self._editable("teams", f"team {team.id}", t.teams, {"team_id": team.id}, new, fields, stored is not None)
+        for consumer in self.bundle.consumers:
+            stored = self.state.consumers.get(consumer.key)
+            key, new = {"consumer_key": consumer.key}, {"description": consumer.description, "created_at": self.now}
+            changes = {"description": (stored, consumer.description)}
+            label = f"consumer {consumer.key}"
+            self._editable("consumers", label, t.consumers, key, {**key, **new}, changes, stored is not None)
+        for team in self.bundle.teams:
+            case_ids = {case.key: self._case(team.id, case) for case in team.cases}
+            for suite in team.suites:
+                self._suite(team.id, suite, [case_ids[k] for k in suite.cases])
+            self._kept_rows(team.id, {s.key for s in team.suites}, {c.key for c in team.cases})
+        return BundleDiff(self.bundle.file, tuple(c for kind in KINDS for c in self.changes[kind]))
+
+    def _add(self, kind: Kind, action: Action, label: str, *writes: _Write, **extra: Any) -> None:
+        self.changes[kind].append(Change(kind, action, label, writes=writes, **extra))
+
+    def _editable(
+        self, kind: Kind, label: str, table: sa.Table, key: dict[str, Any], new: dict[str, Any],
+        fields: dict[str, tuple[Any, Any]], exists: bool, update: dict[str, Any] | None = None,
+        extra: tuple[_Write, ...] = (),
+    ) -> None:  # fmt: skip
+        """Editable rows: insert ``new`` when absent; else, when a (stored, wanted) pair of ``fields`` differs,
+        update with ``update`` (default: the changed fields of ``new``). ``extra`` goes with an insert or update."""
+        if not exists:
+            self._add(kind, "create", label, _Write(table, "insert", new), *extra)
+            return
+        changed = tuple(name for name, (stored, wanted) in fields.items() if stored != wanted)
+        if not changed:
+            self._add(kind, "unchanged", label)
+            return
+        values = update if update is not None else {f: new[f] for f in changed}
+        self._add(kind, "update", label, _Write(table, "update", values, key), *extra, fields=changed)
+
+    def _case(self, team_id: str, case: CaseDef) -> str:
+        content = case.content()
+        values = {"title": case.title, "content": content, "content_hash": content_hash(content),
+                  "source_recipe_id": case.source_recipe}  # fmt: skip
+        row = self.state.cases.get((team_id, case.key))
+        case_id = row.case_id if row is not None else new_id()
+        new = {"case_id": case_id, "team_id": team_id, "case_key": case.key, **values,
+               "created_at": self.now, "updated_at": self.now}  # fmt: skip
+        fields = {} if row is None else {
+            "title": (row.title, case.title),
+            "situation": (row.content_hash, values["content_hash"]),
+            "source_recipe": (row.source_recipe_id, case.source_recipe),
+        }  # fmt: skip
+        self._editable("cases", f"case {team_id}/{case.key}", t.cases, {"case_id": case_id}, new, fields,
+                       row is not None, update={**values, "updated_at": self.now})  # fmt: skip
+        self._assertions(f"{team_id}/{case.key} (case)", case.assertions, team_id=team_id, case_id=case_id)
+        return case_id
+
+    def _suite(self, team_id: str, suite: SuiteDef, case_ids: list[str]) -> None:
+        target = suite.resolved_target
+        values = {"name": suite.name, "target_kind": target.kind, "target": target.target, "target_hash": target.hash}
+        row = self.state.suites.get((team_id, suite.key))
+        suite_id = row.suite_id if row is not None else new_id()
+        new = {"suite_id": suite_id, "team_id": team_id, "suite_key": suite.key, **values,
+               "created_at": self.now, "updated_at": self.now}  # fmt: skip
+        members = [(case_id, position) for position, case_id in enumerate(case_ids)]
+        stored_members = self.state.suite_cases.get(suite_id, []) if row is not None else None
+        fields = {} if row is None else {
+            "name": (row.name, suite.name),
+            "target": ((row.target_kind, row.target_hash), (target.kind, target.hash)),
+            "cases": (stored_members, members),
+        }  # fmt: skip
+        inserts = [
+            _Write(t.suite_cases, "insert", {"suite_id": suite_id, "case_id": c, "position": p}) for c, p in members
+        ]
+        if row is None:
+            membership = tuple(inserts)
+        elif stored_members != members:  # replaced as a whole, so positions always match the bundle
+            membership = (_Write(t.suite_cases, "delete", key={"suite_id": suite_id}), *inserts)
+        else:
+            membership = ()
+        self._editable("suites", f"suite {team_id}/{suite.key}", t.suites, {"suite_id": suite_id}, new, fields,
+                       row is not None, update={**values, "updated_at": self.now}, extra=membership)  # fmt: skip
+        where = f"{team_id}/{suite.key}"
+        self._assertions(where, suite.assertions, team_id=team_id, suite_id=suite_id)
+        for consumer, spec in suite.criteria.items():
+            stored = criteria_spec(spec)
+            row_values = {"suite_id": suite_id, "consumer_key": consumer, "spec": stored}
+            latest = self.state.criteria.get((suite_id, consumer))
+            self._versioned("criteria", f"{where}: criteria {consumer}", t.criteria, "criteria_id", "spec_hash",
+                            latest, content_hash(stored), row_values)  # fmt: skip
+        for (stored_suite, consumer), (version, _) in sorted(self.state.criteria.items()):
+            if stored_suite == suite_id and consumer not in suite.criteria:
+                self._add("criteria", "kept", f"{where}: criteria {consumer}", version=version)
+
+    def _assertions(self, where: str, assertions: list[AssertionDef], *, team_id: str,
+                    case_id: str | None = None, suite_id: str | None = None) -> None:  # fmt: skip
+        owner = f"case:{case_id}" if case_id else f"suite:{suite_id}"
+        for a in assertions:
+            values = {"team_id": team_id, "case_id": case_id, "suite_id": suite_id, "owner": owner,
+                      "assertion_key": a.key, **a.stored()}  # fmt: skip
+            self._versioned("assertions", f"{where}: assertion {a.key}", t.assertions, "assertion_id", "content_hash",
+                            self.state.assertions.get((owner, a.key)), a.content_hash, values)  # fmt: skip
+        in_bundle = {a.key for a in assertions}
+        for (stored_owner, key), (version, _) in sorted(self.state.assertions.items()):
+            if stored_owner == owner and key not in in_bundle:
+                self._add("assertions", "kept", f"{where}: assertion {key}", version=version)
+
+    def _versioned(
+        self, kind: Kind, label: str, table: sa.Table, id_column: str, hash_column: str,
+        latest: tuple[int, str] | None, h: str, values: dict[str, Any],
+    ) -> None:  # fmt: skip
+        """Immutable rows: the same hash as the latest version is unchanged; anything else is the next version."""
+        version, latest_hash = latest or (0, "")
+        if version and latest_hash == h:
+            self._add(kind, "unchanged", label, version=version)
+            return
+        row = {id_column: new_id(), **values, "version": version + 1, hash_column: h, "created_at": self.now}
+        self._add(
+            kind, "new_version" if version else "create", label, _Write(table, "insert", row), version=version + 1
+        )
+
+    def _kept_rows(self, team_id: str, suites: set[str], cases: set[str]) -> None:
+        for kind, rows, present in (("suites", self.state.suites, suites), ("cases", self.state.cases, cases)):
+            for team, key in sorted(rows):
+                if team == team_id and key not in present:
+                    self._add(kind, "kept", f"{kind[:-1]} {team}/{key}")
+
+
+__all__ = ["ACTIONS", "KINDS", "BundleDiff", "Change", "LoadSummary", "apply_load", "load_bundle", "plan_load"]
