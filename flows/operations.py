@@ -15,16 +15,13 @@ from assay.storage.catalog.runs import RunRow, create_run, find_suite, get_run, 
 
 from .workspace import Workspace
 
-
 def owner_name() -> str:
     """This process's lease-owner name: host and pid, so a stuck lease names its holder."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
-
 def load(ws: Workspace, path: str) -> dict[str, Any]:
     """Load a bundle into the catalog (all or nothing)."""
     return load_bundle(ws.engine, path).to_dict()
-
 
 def start_run(
     ws: Workspace, suite: str, runner: str | None = None, deadline: timedelta | None = None
@@ -42,7 +39,6 @@ def start_run(
         )
     return create_run(ws.engine, suite, cls.name, deadline=deadline)
 
-
 def execute_run(
     ws: Workspace,
     run_id: str,
@@ -59,14 +55,29 @@ def execute_run(
         runner, ws.ledger, job, owner=owner_name(), ttl_seconds=ws.settings.lease_seconds, on_report=on_report
     )
 
+def judge_run(ws: Workspace, run_id: str, trigger: str = "run") -> dict[str, Any]:
+    """Judge the run's evidence (a new outcome per case run), then read each consumer's verdict."""
+    from .judging import judge_runs, verdicts_for
 
-def finish_run(ws: Workspace, run_id: str) -> RunRow:
-    """Finalise a released run as completed (a run released with an error is already final)."""
-    run = get_run(ws.engine, run_id)
-    if run.finalised_at is None:
-        ws.ledger.finalise(run_id, status="completed")
+    judged = judge_runs(ws, [run_id], trigger=trigger)
+    return {"judged": judged, "verdicts": verdicts_for(ws, [run_id])}
+
+def finalise_run(ws: Workspace, run_id: str, verdicts: list[dict[str, Any]]) -> RunRow:
+    """Freeze a released run as completed, stamping each consumer's verdict (once, for good).
+
+    A run released with an error is already final: its evidence stays for a later `assay judge`.
+    """
+    if get_run(ws.engine, run_id).finalised_at is None:
+        ws.ledger.finalise(
+            run_id, status="completed", verdicts={v["consumer"]: (v["verdict"], v["reason"]) for v in verdicts}
+        )
     return get_run(ws.engine, run_id)
 
+def finish_run(ws: Workspace, run_id: str) -> RunRow:
+    """Judge a released run, then finalise it with its verdicts (what the run-suite flow does)."""
+    if get_run(ws.engine, run_id).finalised_at is not None:
+        return get_run(ws.engine, run_id)
+    return finalise_run(ws, run_id, judge_run(ws, run_id)["verdicts"])
 
 def reap(ws: Workspace) -> dict[str, list[str]]:
     """Resolve expired leases and passed deadlines to timed_out."""

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from prefect import flow, task
 
 from assay.core.runner import Receipt
+from assay.storage.catalog.runs import get_run
 
 from . import operations as ops
 from .workspace import open_workspace
@@ -58,9 +59,14 @@ def execute_task(run_id: str, runner_options: dict[str, Any] | None) -> dict[str
             "duplicates": result.duplicates, "error": result.error}
 
 
+@task
+def judge_task(run_id: str, trigger: str = "run") -> dict[str, Any]:
+    return ops.judge_run(open_workspace(), run_id, trigger)
+
+
 @io_task
-def finish_task(run_id: str) -> dict[str, Any]:
-    return ops.finish_run(open_workspace(), run_id).to_dict()
+def finalise_task(run_id: str, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+    return ops.finalise_run(open_workspace(), run_id, verdicts).to_dict()
 
 
 @flow(name="run-suite", log_prints=False)
@@ -70,10 +76,14 @@ def run_suite(
     deadline_minutes: float | None = None,
     runner_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Resolve the suite, create the run (criteria stamped), claim, drive the runner, report, release."""
+    """Create the run (criteria resolved and stamped), claim, drive the runner, report, release; judge; finalise."""
     run_id = create_run_task(suite, runner, deadline_minutes)
     executed = execute_task(run_id, runner_options)
-    return {"run": finish_task(run_id), "executed": executed}
+    if executed["error"] is not None:  # released with the error, already final; the evidence stays
+        return {"run": get_run(open_workspace().engine, run_id).to_dict(), "executed": executed, "verdicts": []}
+    judged = judge_task(run_id)
+    run = finalise_task(run_id, judged["verdicts"])
+    return {"run": run, "executed": executed, "judged": judged["judged"], "verdicts": judged["verdicts"]}
 
 
 @io_task
@@ -85,3 +95,19 @@ def reap_task() -> dict[str, list[str]]:
 def reap() -> dict[str, list[str]]:
     """Resolve expired leases and passed deadlines to timed_out."""
     return reap_task()
+
+
+@task
+def rejudge_task(run_ids: list[str], keys: list[str] | None, new_versions_only: bool, force: bool) -> dict[str, Any]:
+    from .judging import judge_runs
+
+    return judge_runs(open_workspace(), run_ids, trigger="rejudge", keys=keys,
+                      new_versions_only=new_versions_only, force=force)
+
+
+@flow(name="rejudge")
+def rejudge(
+    run_ids: list[str], keys: list[str] | None = None, new_versions_only: bool = False, force: bool = False
+) -> dict[str, Any]:
+    """New outcomes over stored evidence for the chosen runs; calls the judge, never a runner."""
+    return rejudge_task(run_ids, keys, new_versions_only, force)

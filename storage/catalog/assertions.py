@@ -1,0 +1,65 @@
+"""Reading assertions and criteria as judging and re-scoring need them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+
+from assay.core.criteria import CriteriaSpec
+from assay.core.errors import NotFoundError
+from assay.core.ids import canonical_json
+
+from . import tables as t
+
+
+def current_assertions(conn: sa.Connection, suite_id: str, case_ids: Iterable[str]) -> list[dict]:
+    """The latest version of every assertion of a suite and of the given cases.
+
+    Each row: assertion_id, owner, suite_id, case_id, assertion_key, assertion_version, mechanism,
+    params (canonical JSON text).
+    """
+    a = t.assertions
+    owners = [f"suite:{suite_id}", *(f"case:{c}" for c in case_ids)]
+    latest = (
+        sa.select(a.c.owner, a.c.assertion_key, sa.func.max(a.c.version).label("version"))
+        .where(a.c.owner.in_(owners))
+        .group_by(a.c.owner, a.c.assertion_key)
+        .subquery()
+    )
+    q = sa.select(a).join(
+        latest,
+        sa.and_(a.c.owner == latest.c.owner, a.c.assertion_key == latest.c.assertion_key, a.c.version == latest.c.version),
+    )
+    return [
+        {
+            "assertion_id": r.assertion_id, "owner": r.owner, "suite_id": r.suite_id, "case_id": r.case_id,
+            "assertion_key": r.assertion_key, "assertion_version": r.version, "mechanism": r.mechanism,
+            "params": canonical_json(r.params),
+        }
+        for r in conn.execute(q.order_by(a.c.owner, a.c.assertion_key))
+    ]
+
+
+def criteria_spec(conn: sa.Connection, suite_id: str, consumer: str, version: int | None = None) -> tuple[int, CriteriaSpec]:
+    """A consumer's criteria for a suite: the given version, or the latest."""
+    c = t.criteria
+    q = sa.select(c.c.version, c.c.spec).where(c.c.suite_id == suite_id, c.c.consumer_key == consumer)
+    q = q.where(c.c.version == version) if version is not None else q.order_by(c.c.version.desc()).limit(1)
+    row = conn.execute(q).first()
+    if row is None:
+        what = f"{consumer} v{version}" if version is not None else consumer
+        raise NotFoundError("criteria", what, "load a bundle that gives this consumer criteria for the suite")
+    return row.version, CriteriaSpec.model_validate(row.spec)
+
+
+def stamped_criteria(conn: sa.Connection, run_ids: Iterable[str]) -> list[sa.Row]:
+    """Per run and consumer: the criteria version stamped at start, its spec, and the stamped verdict."""
+    rc, c = t.run_criteria, t.criteria
+    q = (
+        sa.select(rc.c.run_id, rc.c.consumer_key, rc.c.version, rc.c.verdict, rc.c.verdict_reason, c.c.spec)
+        .join(c, c.c.criteria_id == rc.c.criteria_id)
+        .where(rc.c.run_id.in_(list(run_ids)))
+        .order_by(rc.c.run_id, rc.c.consumer_key)
+    )
+    return list(conn.execute(q))
