@@ -203,10 +203,11 @@ class Report:
         )
 
     def to_payload(self) -> dict[str, Any]:
-        """A JSON-able copy of the whole report (kept with a rejected report)."""
-        return {
+        """A JSON-able copy of the whole report (kept with a rejected report); timestamps as ISO text."""
+        payload = {
             "request_id": self.request_id,
             "case_runs": self.case_runs.to_pylist(),
             "evaluations": self.evaluations.to_pylist(),
             "meta": self.meta,
         }
+        return json.loads(json.dumps(payload, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v)))
