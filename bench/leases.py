@@ -23,7 +23,7 @@ def run() -> list[Result]:
         "schema": "assay.bundle/v1",
         "teams": [{
             "id": "bench-team", "name": "Bench",
-            "cases": [{"key": "one", "title": "one", "situation": {"caller": "a caller"}}],
+            "cases": [{"key": "one", "title": "one", "situation": {"caller": "a caller", "wants": "help"}}],
             "suites": [{"key": "s", "name": "s", "target": {"config": "config.json"}, "cases": ["one"]}],
         }],
     }

@@ -56,7 +56,9 @@ def assignments(ws: Workspace, run_ids: Sequence[str], case_runs: pl.DataFrame) 
             rows = current_assertions(conn, suite_id, these["case_id"].unique().to_list())
             if not rows or these.is_empty():
                 continue
-            catalog = pl.DataFrame(rows, schema_overrides={"assertion_version": pl.Int32})
+            catalog = pl.DataFrame(
+                rows, schema_overrides={"assertion_version": pl.Int32, "case_id": pl.String, "suite_id": pl.String}
+            )
             suite_level = these.join(catalog.filter(pl.col("suite_id").is_not_null()), how="cross")
             case_level = these.join(catalog.filter(pl.col("case_id").is_not_null()), on="case_id")
             parts += [suite_level.select(list(_ASSIGNMENT)), case_level.select(list(_ASSIGNMENT))]
