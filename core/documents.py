@@ -14,6 +14,11 @@ DOCUMENTS: dict[str, tuple[int, Stability]] = {
     "assay.demo": (1, "experimental"),
     "assay.reap": (1, "experimental"),
     "assay.bench": (1, "experimental"),
+    "assay.judge": (1, "experimental"),
+    "assay.rejudge": (1, "experimental"),
+    "assay.rescore": (1, "experimental"),
+    "assay.verdicts": (1, "experimental"),
+    "assay.plan": (1, "experimental"),
 }
 """Known document schemas: id -> (current revision, stability)."""
 

@@ -146,6 +146,109 @@ def reap(as_json: JsonOpt = False) -> None:
 
 
 @app.command()
+def judge(
+    run_id: Annotated[str, typer.Argument(help="The run to judge again (a new outcome per case run).")],
+    force: Annotated[bool, typer.Option(help="Re-evaluate unchanged pairs too.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Judge a run's stored evidence again; its stamped verdicts never change."""
+    from assay.storage.catalog.runs import get_run
+
+    from .judging import judge_runs, verdicts_for
+
+    ws = _workspace()
+    run = get_run(ws.engine, run_id)
+    judged = judge_runs(ws, [run.run_id], trigger="judge", force=force)
+    body = {"judged": judged, "verdicts": verdicts_for(ws, [run.run_id])}
+    if not _emit("assay.judge", body, as_json):
+        from .render import print_judged, print_verdicts
+
+        print_judged(_console(), judged)
+        print_verdicts(_console(), body["verdicts"])
+
+
+@app.command()
+def rejudge(
+    run: Annotated[list[str] | None, typer.Option("--run", help="A run id (repeatable).")] = None,
+    suite: Annotated[str | None, typer.Option(help="Every finalised run of this suite.")] = None,
+    team: Annotated[str | None, typer.Option(help="Every finalised run of this team.")] = None,
+    since: Annotated[str | None, typer.Option(help="Runs created on or after this date (YYYY-MM-DD).")] = None,
+    until: Annotated[str | None, typer.Option(help="Runs created before this date (YYYY-MM-DD).")] = None,
+    key: Annotated[list[str] | None, typer.Option("--key", help="Only these assertion keys (repeatable).")] = None,
+    new_versions: Annotated[bool, typer.Option(help="Only pairs never judged before.")] = False,
+    force: Annotated[bool, typer.Option(help="Re-evaluate unchanged pairs too.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write new outcomes over stored evidence for chosen runs. Calls the judge, never a runner."""
+    from .judging import judge_runs
+    from .selection import select_runs
+
+    ws = _workspace()
+    run_ids = select_runs(ws, runs=run, suite=suite, team=team, since=since, until=until)
+    judged = judge_runs(ws, run_ids, trigger="rejudge", keys=key, new_versions_only=new_versions, force=force)
+    if not _emit("assay.rejudge", judged, as_json):
+        from .render import print_judged
+
+        print_judged(_console(), judged)
+
+
+@app.command()
+def rescore(
+    suite: Annotated[str, typer.Argument(help="The suite: TEAM/SUITE.")],
+    consumer: Annotated[str, typer.Option(help="Whose criteria to apply.")],
+    version: Annotated[int | None, typer.Option(help="A stored criteria version (default: the latest).")] = None,
+    spec: Annotated[str | None, typer.Option(help="A candidate criteria spec file (YAML or JSON).")] = None,
+    materialise: Annotated[bool, typer.Option(help="Append the verdicts to the lake's verdicts table.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Apply a criteria to stored history: per-run verdicts and the runs that flip. A query."""
+    from .judging import rescore as do_rescore
+    from .selection import read_spec
+
+    candidate = read_spec(spec) if spec else None
+    result = do_rescore(_workspace(), suite, consumer, version=version, spec=candidate, materialise=materialise)
+    if not _emit("assay.rescore", result, as_json):
+        from .render import print_rescore
+
+        print_rescore(_console(), result)
+
+
+@app.command()
+def verdicts(
+    run_id: Annotated[str | None, typer.Argument(help="A run (or use --suite).")] = None,
+    suite: Annotated[str | None, typer.Option(help="Every finalised run of this suite.")] = None,
+    cases: Annotated[bool, typer.Option(help="Add the per-case breakdown.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Verdicts per consumer under each run's stamped criteria, next to the stamped verdict."""
+    from .judging import verdicts_for
+    from .selection import select_runs
+
+    ws = _workspace()
+    run_ids = select_runs(ws, runs=[run_id] if run_id else None, suite=suite)
+    rows = verdicts_for(ws, run_ids, cases=cases)
+    if not _emit("assay.verdicts", {"verdicts": rows}, as_json):
+        from .render import print_verdicts
+
+        print_verdicts(_console(), rows)
+
+
+@app.command()
+def plan(
+    path: Annotated[str, typer.Argument(help="A bundle to compare with what is loaded.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Say what loading a bundle would need per suite and consumer: re-score, re-judge or re-run."""
+    from .planning import plan as make_plan
+
+    result = make_plan(_workspace(), path)
+    if not _emit("assay.plan", result, as_json):
+        from .render import print_plan
+
+        print_plan(_console(), result)
+
+
+@app.command()
 def demo(as_json: JsonOpt = False) -> None:
     """On a fresh ASSAY_HOME: load the demo bundle, run both demo suites, show what was stored."""
     from .demo import run_demo

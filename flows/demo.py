@@ -14,7 +14,9 @@ SUITES = ("acme-plumbing/main-line", "northside-hvac/recorded-calls")
 
 def run_demo(console: Console, quiet: bool = False) -> dict[str, Any]:
     from . import operations as ops
-    from .render import print_load, print_run, run_with_progress
+    from .judging import judge_runs, rescore, verdicts_for
+    from .planning import plan
+    from .render import print_judged, print_load, print_plan, print_rescore, print_run, print_verdicts, run_with_progress
     from .workspace import open_workspace
 
     ws = open_workspace()
@@ -32,14 +34,62 @@ def run_demo(console: Console, quiet: bool = False) -> dict[str, Any]:
         runs.append(result["run"])
         if not quiet:
             print_run(console, result["run"])
-    stored = stored_summary(ws, [r["run_id"] for r in runs])
+    run_ids = [r["run_id"] for r in runs]
+    stored = stored_summary(ws, run_ids)
+    before = verdicts_for(ws, run_ids)
     if not quiet:
         print_stored(console, stored)
+        say("\n[bold]1. One set of evidence, a verdict per consumer[/] (each under its own criteria)")
+        print_verdicts(console, before)
+
+    revised = write_revised_bundle(ws.settings.home / "demo" / "bundle-revised.yaml")
+    planned = plan(ws, str(revised))
+    if not quiet:
+        say("\n[bold]2. A revised bundle[/]: " + "; ".join(REVISIONS))
+        print_plan(console, planned)
+    reloaded = ops.load(ws, str(revised))
+    rejudged = judge_runs(ws, run_ids, trigger="rejudge")
+    rescored = rescore(ws, SUITES[0], "nightly_sweep")
+    after = verdicts_for(ws, run_ids)
+    if not quiet:
+        say("\n[bold]3. Re-judge[/] (new outcomes over stored evidence; no runner called)")
+        print_judged(console, rejudged)
+        say("\n[bold]4. Re-score[/] (the raised threshold applied to history; a query)")
+        print_rescore(console, rescored)
+        say("\n[bold]5. What flipped, and why[/] (stamped verdicts never change; 'now' reads the latest outcomes)")
+        print_verdicts(console, [v for v in after if v["verdict"] != v["stamped"]] or after)
         say(
-            "\nNext: `assay runs list`, `assay runs show RUN`, or query the lake with DuckDB "
-            f"(files under {ws.settings.resolved_lake_url})."
+            "\nNext: `assay runs list`, `assay verdicts RUN --cases`, `assay rescore SUITE --consumer C --spec FILE`, "
+            f"or query the lake with DuckDB (files under {ws.settings.resolved_lake_url})."
         )
-    return {"loaded": loaded, "runs": runs, "stored": stored}
+    return {
+        "loaded": loaded, "runs": runs, "stored": stored, "verdicts": before, "plan": planned,
+        "reloaded": reloaded, "rejudged": rejudged, "rescored": rescored, "verdicts_after": after,
+    }
+
+
+REVISIONS = (
+    "acme-plumbing's out_of_area_clause now asks for the referral clause 'refer them to a licensed plumber' "
+    "(a reworded assertion)",
+    "acme-plumbing's nightly_sweep threshold rises from 0.75 to 0.9 (an edited criteria)",
+)
+
+
+def write_revised_bundle(path: Path) -> Path:
+    """The demo bundle with one reworded assertion and one raised threshold, targets made absolute."""
+    import yaml
+
+    bundle = yaml.safe_load((DEMO / "bundle.yaml").read_text())
+    acme, northside = bundle["teams"]
+    for suite in (*acme["suites"], *northside["suites"]):
+        suite["target"] = {kind: str((DEMO / rel).resolve()) for kind, rel in suite["target"].items()}
+    main_line = acme["suites"][0]
+    [clause] = [a for a in main_line["assertions"] if a["key"] == "out_of_area_clause"]
+    clause["params"]["clause"] = "refer them to a licensed plumber"
+    main_line["criteria"]["nightly_sweep"]["threshold"][0]["min"] = 0.9
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(bundle, sort_keys=False, allow_unicode=True))
+    return path
 
 
 def stored_summary(ws, run_ids: list[str]) -> dict[str, Any]:

@@ -18,11 +18,11 @@ import polars as pl
 import sqlalchemy as sa
 
 from assay.core.criteria import CriteriaSpec, resolve
-from assay.core.ids import new_id, stable_id
+from assay.core.ids import content_hash, new_id, stable_id
 from assay.storage.catalog import tables as t
 from assay.storage.catalog.assertions import criteria_spec, current_assertions, stamped_criteria
 from assay.storage.catalog.runs import find_suite, suite_assertion_keys
-from assay.transforms.judge import evaluate
+from assay.transforms.judge import AWAITING_JUDGE, evaluate
 from assay.transforms.verdicts import case_verdicts, flips, latest, run_verdicts
 
 from .workspace import Workspace
@@ -43,6 +43,11 @@ def supported_mechanisms() -> dict[str, frozenset[str]]:
 
 def _in(column: str, values: Sequence[str]) -> pl.Expr:
     return pl.col(column).is_in(list(values))
+
+
+def judge_evaluator(judge: str | None) -> str:
+    """The evaluator name rubric results get from the judge configured now (see transforms.judge)."""
+    return f"assay:judge:{judge}" if judge else "assay:judge"
 
 
 def assignments(ws: Workspace, run_ids: Sequence[str], case_runs: pl.DataFrame) -> pl.DataFrame:
@@ -93,14 +98,20 @@ def judge_runs(
     marked = todo.join(previous, on=["case_run_id", "assertion_id"], how="left", maintain_order="left")
     has_prev = pl.col("evaluator").is_not_null()
     chosen = pl.lit(True) if keys is None else _in("assertion_key", sorted(set(keys)))
+    judge = ws.settings.judge_model if ws.settings.judge_base_url else None
+    # A rubric result is only as good as the judge that gave it: a change of judge is a change of pair.
+    rejudged_rubric = (
+        (pl.col("mechanism") == "rubric")
+        & pl.col("evaluator").str.starts_with("assay:judge")
+        & ((pl.col("evaluator") != judge_evaluator(judge)) | (pl.col("reason") == AWAITING_JUDGE))
+    )
     if force:
         fresh = chosen
     elif new_versions_only:
         fresh = chosen & ~has_prev
     else:
-        fresh = chosen & (~has_prev | (pl.col("mechanism") == "rubric"))
+        fresh = chosen & (~has_prev | rejudged_rubric)
     marked = marked.with_columns(fresh=fresh, carried=~fresh & has_prev)
-    judge = ws.settings.judge_model if ws.settings.judge_base_url else None
     evaluated = evaluate(
         case_runs, evaluations, marked.filter("fresh").select(list(_ASSIGNMENT)), supported_mechanisms(), judge
     )
@@ -205,11 +216,13 @@ def rescore(
     version: int | None = None,
     spec: CriteriaSpec | None = None,
     run_ids: Sequence[str] | None = None,
+    materialise: bool = False,
 ) -> dict[str, Any]:
-    """Apply a criteria version (or a candidate spec) to the suite's judged history. Writes nothing.
+    """Apply a criteria version (or a candidate spec) to the suite's judged history.
 
     Reports every run's verdict under it and which runs flip against their stamped verdict for this
-    consumer. Calls neither a runner nor the judge: it is a query over stored atoms.
+    consumer. Calls neither a runner nor the judge: it is a query over stored atoms. It writes
+    nothing unless ``materialise``, which appends the verdicts to the lake's ``verdicts`` table.
     """
     with ws.engine.connect() as conn:
         s = find_suite(conn, suite)
@@ -219,12 +232,13 @@ def rescore(
         else:
             label = "candidate"
         resolve(consumer, spec, suite_assertion_keys(conn, s.suite_id))
-        q = sa.select(t.runs.c.run_id, t.runs.c.created_at).where(
+        q = sa.select(t.runs.c.run_id, t.runs.c.created_at, t.runs.c.team_id, t.runs.c.lake_date).where(
             t.runs.c.suite_id == s.suite_id, t.runs.c.finalised_at.is_not(None)
         )
         if run_ids is not None:
             q = q.where(t.runs.c.run_id.in_(list(run_ids)))
-        runs = {r.run_id: r.created_at for r in conn.execute(q.order_by(t.runs.c.created_at))}
+        rows = conn.execute(q.order_by(t.runs.c.created_at)).all()
+        runs = {r.run_id: r.created_at for r in rows}
         stamped = {
             r.run_id: (r.verdict, r.version) for r in stamped_criteria(conn, runs) if r.consumer_key == consumer
         }
@@ -234,6 +248,8 @@ def rescore(
                                                  return_dtype=pl.String),
     )
     flipped = flips(verdicts, table.select("run_id", "stamped").drop_nulls()) if stamped else pl.DataFrame()
+    if materialise and verdicts.height:
+        _materialise(ws, verdicts, rows, s.suite_id, consumer, label, spec)
     return {
         "suite": f"{s.team_id}/{s.suite_key}", "consumer": consumer, "criteria": label, "spec": spec.model_dump(),
         "runs": [
@@ -243,3 +259,22 @@ def rescore(
         ],
         "flips": flipped.to_dicts() if flipped.height else [],
     }
+
+
+def _materialise(
+    ws: Workspace, verdicts: pl.DataFrame, runs: Sequence[sa.Row], suite_id: str, consumer: str, label: str,
+    spec: CriteriaSpec,
+) -> None:
+    """Append re-scored verdicts to the lake's ``verdicts`` table (idempotent per run, consumer, spec)."""
+    spec_hash = content_hash(spec.model_dump())
+    where = pl.DataFrame(
+        {"run_id": [r.run_id for r in runs], "team_id": [r.team_id for r in runs], "date": [r.lake_date for r in runs]}
+    )
+    frame = verdicts.join(where, on="run_id").with_columns(
+        verdict_id=pl.col("run_id").map_elements(lambda r: stable_id(r, consumer, spec_hash), return_dtype=pl.String),
+        suite_id=pl.lit(suite_id), consumer_key=pl.lit(consumer), criteria=pl.lit(label),
+        spec_hash=pl.lit(spec_hash), computed_at=pl.lit(datetime.now(UTC)).dt.cast_time_unit("us"),
+    )
+    columns = [f.name for f in ws.lake.table("verdicts").arrow_schema]
+    for (team, date), part in frame.partition_by("team_id", "date", as_dict=True).items():
+        ws.lake.write("verdicts", part.select(columns), team_id=team, date=date)

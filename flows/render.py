@@ -76,3 +76,60 @@ def print_run(console: Console, r: dict[str, Any]) -> None:
 def _status(r: dict[str, Any]) -> str:
     colour = {"completed": "green", "error": "red", "timed_out": "yellow"}.get(r["status"], "cyan")
     return f"[{colour}]{r['status']}[/]"
+
+
+def print_judged(console: Console, j: dict[str, Any]) -> None:
+    console.print(
+        f"judged {j['case_runs']} case run(s) of {j['runs']} run(s): {j['outcomes']} new outcome(s), "
+        f"{j['evaluated']} result(s) evaluated, {j['carried']} carried forward unchanged"
+        + (f", {j['unjudged']} not chosen" if j["unjudged"] else "")
+        + f", judge calls {j['judge_calls']}"
+    )
+
+
+def _verdict(v: str | None) -> str:
+    colour = {"pass": "green", "fail": "red", "error": "yellow"}.get(v or "", "dim")
+    return f"[{colour}]{v or '-'}[/]"
+
+
+def print_verdicts(console: Console, rows: list[dict[str, Any]]) -> None:
+    table = Table(title="verdicts per consumer (under each run's stamped criteria)", title_justify="left")
+    for col in ("run", "consumer", "criteria", "stamped", "now", "why"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["run_id"][:12], r["consumer"], f"v{r['criteria_version']}", _verdict(r["stamped"]),
+                      _verdict(r["verdict"]), r["reason"] or "")
+    console.print(table if rows else "no stamped criteria for these runs")
+    for r in rows:
+        for c in r.get("cases", []):
+            console.print(f"  {r['run_id'][:12]} {r['consumer']} {c['case_key']}: {_verdict(c['verdict'])} {c['reason']}")
+
+
+def print_rescore(console: Console, r: dict[str, Any]) -> None:
+    table = Table(title=f"re-score {r['suite']} for {r['consumer']} under criteria {r['criteria']}",
+                  title_justify="left")
+    for col in ("run", "stamped", "under this", "why"):
+        table.add_column(col, overflow="fold")
+    for row in r["runs"]:
+        stamped = f"{_verdict(row['stamped'])} (v{row['stamped_version']})" if row["stamped_version"] else "-"
+        table.add_row(row["run_id"][:12], stamped, _verdict(row["verdict"]), row["reason"])
+    console.print(table)
+    console.print(f"{len(r['flips'])} run(s) flip against their stamped verdict")
+    for f in r["flips"]:
+        console.print(f"  {f['run_id'][:12]}: {_verdict(f['stamped'])} -> {_verdict(f['verdict'])} ({f['reason']})")
+
+
+def print_plan(console: Console, p: dict[str, Any]) -> None:
+    console.print(f"[bold]plan for {p['file']}[/]" + ("" if p["changes"] else ": nothing changes"))
+    for line in p["changes"]:
+        console.print(f"  {line}")
+    for s in p["suites"]:
+        h, j = s["history"], s["rejudge"]
+        console.print(f"[bold]{s['suite']}[/]: {s['tier']}  (history: {h['runs']} run(s), {h['case_runs']} case run(s))")
+        for reason in s["rerun_reasons"]:
+            console.print(f"  re-run because {reason}")
+        if j["assertions"]:
+            calls = f"{j['judge_calls']} judge call(s)" + ("" if j["judge_configured"] else " once a judge is configured")
+            console.print(f"  re-judge: {j['outcomes']} new outcome(s), {j['results']} result(s) to evaluate, {calls}")
+        for c in s["consumers"]:
+            console.print(f"  {c['consumer']}: {c['tier']} ({c['why']})")

@@ -43,4 +43,6 @@ def open_workspace(settings: Settings | None = None) -> Workspace:
     settings.home.mkdir(parents=True, exist_ok=True)
     # Prefect keeps its own database; inside ASSAY_HOME, parallel workspaces never share one.
     os.environ.setdefault("PREFECT_HOME", str(settings.prefect_home))
+    # The temporary server's usage telemetry cannot leave an air-gapped machine; don't try.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     return Workspace(settings)

@@ -66,6 +66,13 @@ class Change:
     fields: tuple[str, ...] = ()
     """For an update: which fields change."""
     writes: tuple[_Write, ...] = field(default=(), repr=False, compare=False)
+    ref: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """What the change belongs to, as pairs: ``(("team", t), ("suite", s), ("consumer", c))``; read by ``scope``."""
+
+    @property
+    def scope(self) -> dict[str, str]:
+        """The team, suite or case, assertion key and consumer this change is about (those that apply)."""
+        return dict(self.ref)
 
     def line(self) -> str:
         """One line for a person: ``+ case acme/x``, ``~ suite acme/s (target)``, ``+ acme/s: criteria ci v2``."""
@@ -347,19 +354,19 @@ class _Planner:
     def _editable(
         self, kind: Kind, label: str, table: sa.Table, key: dict[str, Any], new: dict[str, Any],
         fields: dict[str, tuple[Any, Any]], exists: bool, update: dict[str, Any] | None = None,
-        extra: tuple[_Write, ...] = (),
+        extra: tuple[_Write, ...] = (), ref: tuple[tuple[str, str], ...] = (),
     ) -> None:  # fmt: skip
         """Editable rows: insert ``new`` when absent; else, when a (stored, wanted) pair of ``fields`` differs,
         update with ``update`` (default: the changed fields of ``new``). ``extra`` goes with an insert or update."""
         if not exists:
-            self._add(kind, "create", label, _Write(table, "insert", new), *extra)
+            self._add(kind, "create", label, _Write(table, "insert", new), *extra, ref=ref)
             return
         changed = tuple(name for name, (stored, wanted) in fields.items() if stored != wanted)
         if not changed:
-            self._add(kind, "unchanged", label)
+            self._add(kind, "unchanged", label, ref=ref)
             return
         values = update if update is not None else {f: new[f] for f in changed}
-        self._add(kind, "update", label, _Write(table, "update", values, key), *extra, fields=changed)
+        self._add(kind, "update", label, _Write(table, "update", values, key), *extra, fields=changed, ref=ref)
 
     def _case(self, team_id: str, case: CaseDef) -> str:
         content = case.content()
@@ -375,8 +382,10 @@ class _Planner:
             "source_recipe": (row.source_recipe_id, case.source_recipe),
         }  # fmt: skip
         self._editable("cases", f"case {team_id}/{case.key}", t.cases, {"case_id": case_id}, new, fields,
-                       row is not None, update={**values, "updated_at": self.now})  # fmt: skip
-        self._assertions(f"{team_id}/{case.key} (case)", case.assertions, team_id=team_id, case_id=case_id)
+                       row is not None, update={**values, "updated_at": self.now},
+                       ref=(("team", team_id), ("case", case.key)))  # fmt: skip
+        self._assertions(f"{team_id}/{case.key} (case)", case.assertions, team_id=team_id, case_id=case_id,
+                         ref=(("team", team_id), ("case", case.key)))  # fmt: skip
         return case_id
 
     def _suite(self, team_id: str, suite: SuiteDef, case_ids: list[str]) -> None:
@@ -403,27 +412,32 @@ class _Planner:
         else:
             membership = ()
         self._editable("suites", f"suite {team_id}/{suite.key}", t.suites, {"suite_id": suite_id}, new, fields,
-                       row is not None, update={**values, "updated_at": self.now}, extra=membership)  # fmt: skip
+                       row is not None, update={**values, "updated_at": self.now}, extra=membership,
+                       ref=(("team", team_id), ("suite", suite.key)))  # fmt: skip
         where = f"{team_id}/{suite.key}"
-        self._assertions(where, suite.assertions, team_id=team_id, suite_id=suite_id)
+        self._assertions(where, suite.assertions, team_id=team_id, suite_id=suite_id,
+                         ref=(("team", team_id), ("suite", suite.key)))
         for consumer, spec in suite.criteria.items():
             stored = criteria_spec(spec)
             row_values = {"suite_id": suite_id, "consumer_key": consumer, "spec": stored}
             latest = self.state.criteria.get((suite_id, consumer))
             self._versioned("criteria", f"{where}: criteria {consumer}", t.criteria, "criteria_id", "spec_hash",
-                            latest, content_hash(stored), row_values)  # fmt: skip
+                            latest, content_hash(stored), row_values,
+                            ref=(("team", team_id), ("suite", suite.key), ("consumer", consumer)))  # fmt: skip
         for (stored_suite, consumer), (version, _) in sorted(self.state.criteria.items()):
             if stored_suite == suite_id and consumer not in suite.criteria:
                 self._add("criteria", "kept", f"{where}: criteria {consumer}", version=version)
 
     def _assertions(self, where: str, assertions: list[AssertionDef], *, team_id: str,
-                    case_id: str | None = None, suite_id: str | None = None) -> None:  # fmt: skip
+                    case_id: str | None = None, suite_id: str | None = None,
+                    ref: tuple[tuple[str, str], ...] = ()) -> None:  # fmt: skip
         owner = f"case:{case_id}" if case_id else f"suite:{suite_id}"
         for a in assertions:
             values = {"team_id": team_id, "case_id": case_id, "suite_id": suite_id, "owner": owner,
                       "assertion_key": a.key, **a.stored()}  # fmt: skip
             self._versioned("assertions", f"{where}: assertion {a.key}", t.assertions, "assertion_id", "content_hash",
-                            self.state.assertions.get((owner, a.key)), a.content_hash, values)  # fmt: skip
+                            self.state.assertions.get((owner, a.key)), a.content_hash, values,
+                            ref=(*ref, ("assertion", a.key), ("mechanism", a.mechanism)))  # fmt: skip
         in_bundle = {a.key for a in assertions}
         for (stored_owner, key), (version, _) in sorted(self.state.assertions.items()):
             if stored_owner == owner and key not in in_bundle:
@@ -431,16 +445,17 @@ class _Planner:
 
     def _versioned(
         self, kind: Kind, label: str, table: sa.Table, id_column: str, hash_column: str,
-        latest: tuple[int, str] | None, h: str, values: dict[str, Any],
+        latest: tuple[int, str] | None, h: str, values: dict[str, Any], ref: tuple[tuple[str, str], ...] = (),
     ) -> None:  # fmt: skip
         """Immutable rows: the same hash as the latest version is unchanged; anything else is the next version."""
         version, latest_hash = latest or (0, "")
         if version and latest_hash == h:
-            self._add(kind, "unchanged", label, version=version)
+            self._add(kind, "unchanged", label, version=version, ref=ref)
             return
         row = {id_column: new_id(), **values, "version": version + 1, hash_column: h, "created_at": self.now}
         self._add(
-            kind, "new_version" if version else "create", label, _Write(table, "insert", row), version=version + 1
+            kind, "new_version" if version else "create", label, _Write(table, "insert", row), version=version + 1,
+            ref=ref,
         )
 
     def _kept_rows(self, team_id: str, suites: set[str], cases: set[str]) -> None:

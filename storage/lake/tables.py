@@ -264,5 +264,24 @@ ASSERTION_RESULTS = lake_table(
 )
 """The atom: one row per (outcome, assertion version); ``result_id`` is derived from that pair."""
 
-TABLES: dict[str, LakeTable] = {t.name: t for t in (CASE_RUNS, RUNNER_EVALUATIONS, OUTCOMES, ASSERTION_RESULTS)}
+VERDICTS = lake_table(
+    "verdicts",
+    1,
+    pa.schema(
+        [
+            *map(_str, ["verdict_id", "run_id", "suite_id", "consumer_key", "criteria", "spec_hash", "verdict"]),
+            ("reason", pa.string()),
+            *(pa.field(n, pa.int64(), nullable=False) for n in ("counted", "met", "nulls")),
+            pa.field("computed_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        ]
+    ),
+    natural_key=["verdict_id"],
+    checks={"verdict": [isin(("pass", "fail", "error"))]},
+    first_by="computed_at",
+)
+"""A materialised re-score: one verdict per (run, consumer, criteria spec); ``verdict_id`` derives from the three."""
+
+TABLES: dict[str, LakeTable] = {
+    t.name: t for t in (CASE_RUNS, RUNNER_EVALUATIONS, OUTCOMES, ASSERTION_RESULTS, VERDICTS)
+}
 """Every lake table this build knows, by name."""

@@ -206,7 +206,7 @@ def test_a_file_of_an_unknown_or_missing_version_is_refused(lake: Lake, metadata
 # The golden files were made once, with schema version 1, by:
 #   lake = Lake(tmp); lake.write("case_runs", case_runs(2), team_id="golden", date="2024-05-06")
 #   lake.write("runner_evaluations", evaluations(2), team_id="golden", date="2024-05-06")
-# (outcomes and assertion_results: two hand-written rows each, ids oc-0/oc-1 and ar-0/ar-1, judged at T0)
+# (outcomes, assertion_results, verdicts: two hand-written rows each, ids oc-/ar-/vd-0 and 1, at T0)
 # and copying each written file to tests/storage/golden/<table>.v1.parquet. Never regenerate them:
 # they stand for files already in users' lakes. A new version gets a new golden file next to them.
 @pytest.mark.parametrize("table", sorted(TABLES))
@@ -221,6 +221,8 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str) 
     assert got[TABLES[table].first_by].to_list() == [T0, T0]
     if table == "outcomes":
         assert got["outcome_id"].to_list() == ["oc-0", "oc-1"] and got["carried"].to_list() == [0, 1]
+    elif table == "verdicts":
+        assert got["verdict_id"].to_list() == ["vd-0", "vd-1"] and got["verdict"].to_list() == ["pass", "error"]
     elif table == "assertion_results":
         assert got["result_id"].to_list() == ["ar-0", "ar-1"] and got["met"].to_list() == [True, None]
     elif table == "case_runs":
@@ -326,8 +328,8 @@ def test_from_settings_uses_the_resolved_lake_url(tmp_path: Path) -> None:
 
 
 def test_an_unknown_table_or_a_stray_file_is_refused(lake: Lake) -> None:
-    with pytest.raises(EvidenceError, match="no lake table 'verdicts'; known: assertion_results, case_runs, outcomes, runner_evaluations"):
-        lake.write("verdicts", case_runs(1), team_id="team-a", date="2024-05-06")
+    with pytest.raises(EvidenceError, match="no lake table 'no_such_table'; known: assertion_results, case_runs, outcomes, runner_evaluations, verdicts"):
+        lake.write("no_such_table", case_runs(1), team_id="team-a", date="2024-05-06")
     stray = Path(lake.root, "case_runs", "team_id=team-a", "stray.parquet")
     stray.parent.mkdir(parents=True)
     stray.write_bytes(b"PAR1")
