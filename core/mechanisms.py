@@ -9,10 +9,22 @@ fails with a reason (it is never skipped).
 
 from __future__ import annotations
 
+import math
 import re
+import warnings
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 
 
 class Params(BaseModel):
@@ -52,16 +64,43 @@ class TextMatch(Params):
     """Compare ignoring case."""
 
 
+REGEX_SYNTAX = (
+    "patterns must compile in both Python's `re` and Rust's `regex` crate (the engine Polars judges "
+    "with): plain literals, classes like [a-z] \\d \\w \\s, anchors ^ $ \\b, groups (...) (?:...) "
+    "(?P<name>...), alternation and quantifiers * + ? {m,n} are fine; look-around (?= ?! ?<= ?<!), "
+    "backreferences \\1, \\Z, \\p{...}, [[:alpha:]] and {,n} are not"
+)
+"""The regular-expression syntax ``transcript.regex`` accepts, for error messages."""
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be used by ``transcript.regex`` (Python's ``re`` or Polars' engine rejects it), or None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # e.g. FutureWarning "possible nested set": ambiguous syntax
+            re.compile(pattern)
+    except (re.error, Warning) as exc:
+        return f"Python's re rejects it ({exc})"
+    import polars as pl  # lazy: only validating a regex needs it
+
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(pattern)
+    except pl.exceptions.PolarsError as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        said = next((line for line in lines if line.startswith("error:")), lines[0] if lines else type(exc).__name__)
+        return f"Rust's regex engine rejects it ({said})"
+    return None
+
+
 class RegexMatch(TextMatch):
-    """A turn matches a regular expression."""
+    """A turn matches a regular expression (searched anywhere in each turn, one turn at a time)."""
 
     @field_validator("text")
     @classmethod
     def _compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"the regular expression does not compile: {exc}") from None
+        problem = regex_problem(value)
+        if problem:
+            raise ValueError(f"the regular expression {value!r} cannot be used: {problem}; {REGEX_SYNTAX}")
         return value
 
 
@@ -83,12 +122,46 @@ class MaxCost(Params):
     max_usd: float = Field(ge=0)
 
 
+ARGUMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_EXACT_INT = 2**53
+"""Argument values compare as JSON scalars; numbers as 64-bit floats, so larger integers are refused."""
+
+
 class ToolCalled(Params):
     """A tool was called (``tool.called``) or not (``tool.not_called``)."""
 
     tool: str = Field(min_length=1)
-    arguments: dict[str, Any] | None = None
-    """When given, only calls whose arguments include these key/value pairs count."""
+    arguments: dict[str, StrictStr | StrictBool | StrictInt | StrictFloat] | None = None
+    """When given, only calls whose JSON arguments have each of these top-level keys with an equal
+    scalar value count: strings equal strings, booleans booleans, numbers numbers (as 64-bit floats,
+    so 1 equals 1.0). Keys are identifier-like; values are strings, numbers or booleans."""
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _scalar_arguments(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        if not isinstance(value, dict):
+            raise ValueError("arguments must be a mapping of argument name to value, e.g. {\"zip\": \"60614\"}")
+        for key, item in value.items():
+            if not isinstance(key, str) or not ARGUMENT_NAME.fullmatch(key):
+                raise ValueError(
+                    f"argument name {key!r} is not allowed: use letters, digits and '_', not starting with a digit"
+                )
+            if isinstance(item, bool | str):
+                continue
+            if isinstance(item, int):
+                if abs(item) > MAX_EXACT_INT:
+                    raise ValueError(f"argument {key!r}: integers are limited to +/-2**53, got {item}")
+            elif isinstance(item, float):
+                if not math.isfinite(item):
+                    raise ValueError(f"argument {key!r}: numbers must be finite, got {item}")
+            else:
+                raise ValueError(
+                    f"argument {key!r} must be a string, number or boolean, not {type(item).__name__}: "
+                    "nested values and null cannot be matched"
+                )
+        return value
 
 
 class VendorEvaluation(Params):

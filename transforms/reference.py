@@ -1,0 +1,305 @@
+"""The same judging as :mod:`.judge`, one assignment at a time in plain Python.
+
+This is the oracle for the differential test and the baseline of the judging benchmark: every rule
+is written out with ``json.loads``, ``re`` and loops, independently of the Polars implementation,
+and the two must agree exactly (same met, value, reason and evaluator for every row).
+
+Case-insensitive matching is ``re.IGNORECASE`` here and ``(?i)`` in Polars: both are Unicode simple
+case folding. Known engine differences this cannot see (kept out of the differential test's data):
+Python's ``re`` and Rust's ``regex`` differ on ``$`` before a final newline, on a few Unicode class
+and case-folding details (Python folds "İ" to "i", Rust does not), and JSON parsing differs on lone
+surrogates and on numbers too large for a 64-bit float.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from assay.core.mechanisms import MECHANISMS
+
+NO_JUDGE = "no judge configured: set ASSAY_JUDGE_BASE_URL and ASSAY_JUDGE_MODEL"
+NO_TRANSCRIPT = "the case run recorded no transcript"
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
+RESULT_SCHEMA = {"met": pl.Boolean, "value": pl.Float64, "reason": pl.String, "evaluator": pl.String}
+
+Result = tuple[bool | None, float | None, str | None, str]
+
+
+def evaluate_rowwise(
+    case_runs: pl.DataFrame,
+    evaluations: pl.DataFrame,
+    assignments: pl.DataFrame,
+    supported: Mapping[str, frozenset[str]],
+    judge: str | None = None,
+) -> pl.DataFrame:
+    """One row per assignment: its columns plus ``met``, ``value``, ``reason``, ``evaluator``."""
+    runs: dict[str, dict[str, Any]] = {}
+    for run in case_runs.iter_rows(named=True):
+        if run["case_run_id"] in runs:
+            raise ValueError(f"case_runs has duplicate case_run_id values, e.g. {[run['case_run_id']]}: one row per case run")
+        runs[run["case_run_id"]] = run
+    evals: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for e in evaluations.iter_rows(named=True):
+        evals[(e["case_run_id"], e["name"])].append(e)
+    out = []
+    for a in assignments.iter_rows(named=True):
+        if a["mechanism"] not in MECHANISMS:
+            raise ValueError(f"assignments name unknown mechanisms [{a['mechanism']!r}]")
+        met, value, reason, evaluator = judge_one(a, runs.get(a["case_run_id"]), evals, supported, judge)
+        out.append({**a, "met": met, "value": value, "reason": reason, "evaluator": evaluator})
+    return pl.DataFrame(out, schema={**assignments.schema, **RESULT_SCHEMA})
+
+
+def judge_one(
+    a: dict[str, Any],
+    run: dict[str, Any] | None,
+    evals: Mapping[tuple[str, str], list[dict[str, Any]]],
+    supported: Mapping[str, frozenset[str]],
+    judge: str | None,
+) -> Result:
+    mechanism = a["mechanism"]
+    if run is None:
+        return None, None, f"case run {a['case_run_id']} is not in this batch of evidence", "assay:execution"
+    if run["status"] == "error":
+        return None, None, f"the case run did not execute: {run['error'] or 'no reason given'}", "assay:execution"
+    runner = run["runner"]
+    if mechanism not in supported.get(runner, frozenset()):
+        mechs = supported.get(runner, frozenset())
+        supports = f"it supports: {', '.join(sorted(mechs))}" if mechs else "it supports no mechanisms"
+        return False, None, f'mechanism "{mechanism}" is not supported by runner "{runner or ""}"; {supports}', "assay:unsupported"
+    p = json.loads(a["params"])
+    family = mechanism.split(".")[0]
+    if family == "structural":
+        return structural(mechanism, p, run["artefact"])
+    if family == "transcript":
+        return transcript(mechanism, p, run)
+    if family == "tool":
+        return tool(mechanism, p, run["tool_calls"])
+    if family == "vendor":
+        return vendor(p, evals.get((a["case_run_id"], p["name"]), []))
+    if judge is None:
+        return None, None, NO_JUDGE, "assay:judge"
+    return None, None, "awaiting the judge", f"assay:judge:{judge}"
+
+
+def number(x: float) -> str:
+    return str(int(x)) if float(x) == int(x) else repr(float(x))
+
+
+def finite(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else x
+
+
+# --------------------------------------------------------------------------------------- structural
+
+def structural(mechanism: str, p: dict[str, Any], artefact: str | None) -> Result:
+    ev = "assay:structural"
+    if artefact is None:
+        return None, None, "the case run has no compiled artefact", ev
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(name)
+
+    try:
+        config = json.loads(artefact, parse_constant=no_constants)
+    except ValueError:
+        config = None
+    if not isinstance(config, dict):
+        return None, None, "the compiled artefact is not a JSON object", ev
+
+    if mechanism == "structural.tool_attached":
+        tools = config.get("tools")
+        if tools is None:
+            tools = []
+        if not isinstance(tools, list):
+            return None, None, "the compiled artefact's tools are not a list", ev
+        names = []
+        for t in tools:
+            if isinstance(t, dict) and isinstance(t.get("name"), str):
+                names.append(t["name"])
+        if p["tool"] in names:
+            return True, None, None, ev
+        return False, None, f'no tool named "{p["tool"]}" is attached; attached: {", ".join(names) or "none"}', ev
+
+    prompt = config.get("prompt")
+    if not isinstance(prompt, str):
+        return None, None, "the compiled artefact has no prompt", ev
+    if mechanism == "structural.clause_present":
+        clause = p["clause"]
+        if p.get("case_insensitive", False):
+            found = re.search(re.escape(clause), prompt, re.IGNORECASE) is not None
+        else:
+            found = clause in prompt
+        if found:
+            return True, None, None, ev
+        case = " (ignoring case)" if p.get("case_insensitive", False) else ""
+        return False, None, f'the compiled prompt does not contain the clause "{clause}"{case}', ev
+
+    variables = config.get("variables")
+    if variables is None:
+        variables = {}
+    if not isinstance(variables, dict):
+        return None, None, "the compiled artefact's variables are not an object", ev
+    unresolved: list[str] = []
+    for match in PLACEHOLDER.finditer(prompt):
+        name = match.group(1)
+        value = variables.get(name)
+        empty = value is None or (isinstance(value, (str, list, dict)) and len(value) == 0)
+        if empty and name not in unresolved:
+            unresolved.append(name)
+    if not unresolved:
+        return True, 0.0, None, ev
+    return False, float(len(unresolved)), "unresolved variables: " + ", ".join(unresolved), ev
+
+
+# --------------------------------------------------------------------------------------- transcript
+
+def transcript(mechanism: str, p: dict[str, Any], run: dict[str, Any]) -> Result:
+    ev = "assay:transcript"
+    if mechanism == "transcript.max_latency":
+        took = finite(run["duration_ms"])
+        if took is None:
+            return None, None, "the case run recorded no duration", ev
+        if took <= p["max_ms"]:
+            return True, took, None, ev
+        return False, took, f"the case run took longer than {number(p['max_ms'])} ms", ev
+    if mechanism == "transcript.max_cost":
+        cost = finite(run["cost_usd"])
+        if cost is None:
+            return None, None, "the case run recorded no cost", ev
+        if cost <= p["max_usd"]:
+            return True, cost, None, ev
+        return False, cost, f"the case run cost more than {number(p['max_usd'])} USD", ev
+
+    turns = run["transcript"]
+    if turns is None:
+        return None, None, NO_TRANSCRIPT, ev
+    if mechanism == "transcript.max_turns":
+        n = len(turns)
+        if n <= p["max"]:
+            return True, float(n), None, ev
+        return False, float(n), f"the conversation took {n} turns; at most {p['max']} allowed", ev
+
+    role = p.get("role")
+    ci = p.get("case_insensitive", False)
+    text = p["text"]
+    found = False
+    for turn in turns:
+        if turn is None or (role is not None and turn["role"] != role):
+            continue
+        said = turn["text"] or ""
+        if mechanism == "transcript.regex":
+            hit = re.search(text, said, re.IGNORECASE if ci else 0) is not None
+        elif ci:
+            hit = re.search(re.escape(text), said, re.IGNORECASE) is not None
+        else:
+            hit = text in said
+        if hit:
+            found = True
+            break
+    by = f" by the {role}" if role else ""
+    case = " (ignoring case)" if ci else ""
+    if mechanism == "transcript.regex":
+        return (True, None, None, ev) if found else (False, None, f'no turn{by} matches the pattern "{text}"{case}', ev)
+    if mechanism == "transcript.contains":
+        return (True, None, None, ev) if found else (False, None, f'no turn{by} contains "{text}"{case}', ev)
+    return (False, None, f'a turn{by} contains "{text}"{case}', ev) if found else (True, None, None, ev)
+
+
+# --------------------------------------------------------------------------------------- tool calls
+
+def argument_equal(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, bool):
+        return isinstance(actual, bool) and actual == expected
+    if isinstance(expected, str):
+        return isinstance(actual, str) and actual == expected
+    if isinstance(actual, bool) or not isinstance(actual, (int, float)):
+        return False
+    return float(actual) == float(expected)
+
+
+def tool(mechanism: str, p: dict[str, Any], calls: list[dict[str, Any]] | None) -> Result:
+    ev = "assay:tool"
+    if calls is None:
+        return None, None, "the case run recorded no tool calls", ev
+    wanted = p.get("arguments") or {}
+    n = 0
+    for call in calls:
+        if call is None or call["name"] != p["tool"]:
+            continue
+        ok = True
+        if wanted:
+            try:
+                arguments = json.loads(call["arguments"], parse_constant=_no_constant) if call["arguments"] is not None else None
+            except ValueError:
+                arguments = None
+            if not isinstance(arguments, dict):
+                ok = False
+            else:
+                for key, expected in wanted.items():
+                    if key not in arguments or not argument_equal(arguments[key], expected):
+                        ok = False
+                        break
+        if ok:
+            n += 1
+    with_args = f" with arguments {json.dumps(wanted, sort_keys=True)}" if wanted else ""
+    if mechanism == "tool.called":
+        if n > 0:
+            return True, float(n), None, ev
+        return False, float(n), f'"{p["tool"]}" was not called{with_args}', ev
+    if n == 0:
+        return True, 0.0, None, ev
+    return False, float(n), f'"{p["tool"]}" was called{with_args} {n} time(s)', ev
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+# --------------------------------------------------------------------------------------- vendor
+
+def vendor(p: dict[str, Any], found: list[dict[str, Any]]) -> Result:
+    name = p["name"]
+    if not found:
+        return None, None, f'the runner reported no evaluation named "{name}"', "assay:vendor"
+    if len(found) > 1:
+        return None, None, f'the runner reported {len(found)} evaluations named "{name}"; expected one', "assay:vendor"
+    e = found[0]
+    verdict, score, ev = e["verdict"], finite(e["score"]), e["evaluator"]
+    rationale = e["rationale"] or "no rationale given"
+    if score is not None:
+        value = score
+    elif verdict == "pass":
+        value = 1.0
+    elif verdict == "fail":
+        value = 0.0
+    else:
+        value = None
+    if verdict == "error":
+        return None, value, f"the vendor reported an error: {rationale}", ev
+    if verdict == "unknown":
+        return None, value, "the vendor could not reach a verdict (unknown)", ev
+    if verdict is not None and verdict not in ("pass", "fail"):
+        return None, value, f'the vendor reported an unrecognised verdict "{verdict}"', ev
+    pass_score = p.get("pass_score")
+    if score is not None and pass_score is not None:
+        if score >= pass_score:
+            return True, value, None, ev
+        return False, value, f"the vendor's score is below pass_score {number(pass_score)}", ev
+    if verdict == "pass":
+        return True, value, None, ev
+    if verdict == "fail":
+        return False, value, f"the vendor judged it failed: {rationale}", ev
+    if score is not None:
+        return None, value, "the vendor gave a score but no verdict: set pass_score on the assertion to map the score onto met", ev
+    return None, value, "the vendor reported neither a verdict nor a score", ev
+
+
+__all__ = ["evaluate_rowwise", "judge_one"]
