@@ -1,0 +1,340 @@
+"""Verdicts from result atoms: a criteria spec applied to stored ``assertion_results`` rows (product §2).
+
+This is the re-score tier: no judge, no runner, only arithmetic over atoms. Everything here is
+lazy and vectorised (group_by/agg expressions built once from the spec, never a loop over runs).
+
+Rules, per run (and per case run for the breakdown), over the **latest outcome** of each case run:
+
+- *counted* keys are the required keys and the keys of the threshold groups, minus the ignored keys
+  (an ignored key is never counted, even when a group also names it). Keys the spec does not name
+  are advisory and never counted;
+- **error** when any counted result is null (could not be determined), or when a required key, or
+  every key of a threshold group, has no result at all in the run -- never an empty set that passes;
+- else **fail** when any result of a required key is not met, or a threshold group's met-ratio
+  (met results / all results of the group's keys) is below its ``min`` (``min`` is inclusive);
+- else **pass** (``"no counted results"`` when the spec counts nothing).
+
+A key with results in some case runs of a run but not in another (a case-level assertion) does not
+apply to that other case run: in the per-case breakdown it neither fails nor errors there.
+
+How it is computed: the atoms are summarised once per outcome (a group_by with one integer
+column per required key and per group), the latest outcome of each case run is chosen among those
+summaries, and the run (or case run) is the sum of its chosen summaries. ``outcome_id`` identifies
+an outcome (it is the outcomes table's key), so it is the only grouping key over the atoms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from assay.core.criteria import CriteriaSpec
+from assay.core.errors import EvidenceError
+
+__all__ = ["GROUP_DTYPE", "MAX_EVALUATORS", "VERDICT_COLUMNS", "case_verdicts", "flips", "latest", "run_verdicts"]
+
+_LATEST_COLUMNS = ("case_run_id", "outcome_id", "judged_at")
+_VERDICT_INPUT = ("run_id", "case_run_id", "case_key", "outcome_id", "judged_at", "assertion_key", "met", "evaluator")
+
+VERDICT_COLUMNS = ("verdict", "reason", "counted", "met", "nulls", "failed_required", "groups", "evaluators")
+"""The columns every verdict row carries after its key columns."""
+
+MAX_EVALUATORS = 128
+"""How many distinct evaluators behind counted results :func:`run_verdicts` tells apart in one call
+(each outcome's set is a 128-bit mask); more raises :class:`EvidenceError` rather than list too few."""
+
+GROUP_DTYPE = pl.Struct(
+    {"keys": pl.List(pl.String), "ratio": pl.Float64, "min": pl.Float64, "ok": pl.Boolean,
+     "met": pl.Int64, "results": pl.Int64}
+)
+"""One threshold group's outcome: its counted keys, ``met / results`` (null when it has no result
+here), its ``min``, and ``ok`` (ratio >= min; null when the group has no result here)."""
+
+
+def _require(atoms: pl.LazyFrame, columns: tuple[str, ...], what: str) -> None:
+    missing = [c for c in columns if c not in atoms.collect_schema().names()]
+    if missing:
+        raise EvidenceError(f"{what}: atoms lack column(s) {missing}; pass assertion_results rows")
+
+
+def _newest(outcomes: pl.LazyFrame) -> pl.LazyFrame:
+    """The rows of ``outcomes`` (one per outcome: outcome_id, case_run_id, judged_at, ...) that are
+    each case run's latest: greatest judged_at, then greatest outcome_id."""
+    cr = "case_run_id"
+    # cached: both branches below read it, and recomputing the per-outcome summaries doubles the cost
+    flagged = outcomes.with_columns(pl.col(cr).is_unique().alias("_only")).cache()
+    several = flagged.filter(~pl.col("_only"))  # the few re-judged case runs
+    several = several.filter(pl.col("judged_at") == pl.col("judged_at").max().over(cr)).filter(
+        pl.col("outcome_id") == pl.col("outcome_id").max().over(cr)
+    )
+    return pl.concat([flagged.filter(pl.col("_only")), several]).drop("_only")
+
+
+def latest(atoms: pl.LazyFrame) -> pl.LazyFrame:
+    """The atoms of each case run's latest outcome, all columns kept.
+
+    The latest outcome of a case run is the one judged last (its atoms' greatest ``judged_at``);
+    outcomes judged at the same instant are ordered by ``outcome_id``, the greatest winning, so the
+    choice never depends on file or row order.
+    """
+    _require(atoms, _LATEST_COLUMNS, "latest")
+    outcomes = atoms.group_by("outcome_id").agg(pl.col("case_run_id").first(), pl.col("judged_at").max())
+    return atoms.join(_newest(outcomes).select("outcome_id"), on="outcome_id", how="semi")
+
+
+# --- the spec, as the columns the arithmetic needs ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    required: list[str]
+    groups: list[tuple[int, list[str], float]]  # (index in the spec, counted keys, min)
+    counted: list[str]
+
+
+def _plan(spec: CriteriaSpec) -> _Plan:
+    ignored = set(spec.ignore)
+    required = list(dict.fromkeys(k for k in spec.required if k not in ignored))
+    groups = []
+    for i, g in enumerate(spec.threshold):
+        keys = list(dict.fromkeys(k for k in g.keys if k not in ignored))
+        if keys:  # a group whose every key is ignored counts nothing and asks nothing
+            groups.append((i, keys, g.min))
+    counted = list(dict.fromkeys([*required, *(k for _, keys, _ in groups for k in keys)]))
+    return _Plan(required, groups, counted)
+
+
+def _current_outcomes(atoms: pl.LazyFrame, plan: _Plan, carry: list[str], evaluators: pl.Expr) -> pl.LazyFrame:
+    """One row per case run -- its latest outcome -- with the counts the spec needs.
+
+    Atoms are summarised per outcome first and the latest outcome of each case run is chosen among
+    those summaries (the rule of :func:`latest`): far cheaper than filtering the atoms themselves.
+    ``carry`` are columns constant within a case run, taken from its first atom; ``evaluators`` is
+    the aggregation that records the outcome's evaluators of counted results.
+    """
+    key, met = pl.col("assertion_key"), pl.col("met").cast(pl.Boolean)
+    counted = key.is_in(plan.counted)
+    aggs = [
+        *(pl.col(c).first() for c in ["case_run_id", *carry]),
+        pl.col("judged_at").max(),
+        counted.sum().alias("counted"),
+        (counted & met).sum().alias("met"),
+        (counted & met.is_null()).sum().alias("nulls"),
+        evaluators.alias("evaluators"),
+    ]
+    for r, k in enumerate(plan.required):
+        aggs += [(key == k).sum().alias(f"_r{r}_n"), ((key == k) & ~met).sum().alias(f"_r{r}_not_met")]
+    for g, keys, _ in plan.groups:
+        aggs += [key.is_in(keys).sum().alias(f"_g{g}_n"), (key.is_in(keys) & met).sum().alias(f"_g{g}_met")]
+    per_outcome = atoms.group_by("outcome_id").agg(aggs)
+    return _newest(per_outcome).with_columns(pl.col(_count_columns(plan, units=False)).cast(pl.Int64))
+
+
+def _counted_evaluator(plan: _Plan) -> pl.Expr:
+    return pl.when(pl.col("assertion_key").is_in(plan.counted)).then(pl.col("evaluator"))
+
+
+def _evaluator_masks(plan: _Plan, categories: pl.Categories) -> pl.Expr:
+    """Per outcome, its counted results' evaluators as bits of a UInt128 (bit i: the i-th category)."""
+    code = _counted_evaluator(plan).cast(pl.Categorical(categories)).to_physical()
+    return pl.when(code < MAX_EVALUATORS).then(pl.lit(2, dtype=pl.UInt128).pow(code)).bitwise_or().fill_null(0)
+
+
+def _evaluator_lists(per_run: pl.LazyFrame, categories: pl.Categories) -> pl.LazyFrame:
+    """``per_run``'s evaluator masks decoded to sorted lists of names (vectorised, each distinct mask once)."""
+
+    def names(codes: pl.Series) -> pl.Series:
+        known = categories.to_series()
+        if known.len() > MAX_EVALUATORS:
+            raise EvidenceError(
+                f"run_verdicts: {known.len()} distinct evaluators behind counted results, more than the "
+                f"{MAX_EVALUATORS} one call tells apart; re-score fewer runs per call"
+            )
+        return known.gather(codes)
+
+    code, mask = pl.col("_code"), pl.col("evaluators")
+    decoded = (  # each distinct set once: runs mostly share a handful of evaluator sets
+        per_run.select(mask).unique()
+        .with_columns(pl.int_ranges(0, MAX_EVALUATORS, dtype=pl.UInt32).alias("_code"))
+        .explode("_code")
+        .filter((mask & pl.lit(2, dtype=pl.UInt128).pow(code)) != 0)
+        .group_by("evaluators")
+        .agg(code.map_batches(names, return_dtype=pl.String, is_elementwise=True).sort().alias("_names"))
+    )
+    return per_run.join(decoded, on="evaluators", how="left").drop("evaluators").rename({"_names": "evaluators"})
+
+
+def _count_columns(plan: _Plan, units: bool = True) -> list[str]:
+    cols = ["counted", "met", "nulls"]
+    for r in range(len(plan.required)):
+        cols += [f"_r{r}_{c}" for c in ("n", "not_met", *(("units", "failed_units") if units else ()))]
+    for g, _, _ in plan.groups:
+        cols += [f"_g{g}_{c}" for c in ("n", "met")]
+    return cols
+
+
+def _presence_columns(plan: _Plan) -> list[str]:
+    return [f"_r{r}_n" for r in range(len(plan.required))] + [f"_g{g}_n" for g, _, _ in plan.groups]
+
+
+# --- the verdict, as expressions -------------------------------------------------------------------
+
+
+def _fmt_min(value: float) -> str:
+    return f"{value:.2f}" if round(value, 2) == value else repr(value)
+
+
+def _fmt_ratio(ratio: pl.Expr) -> pl.Expr:
+    """``ratio`` as text with two decimals, truncated (0.749 shows 0.74, never 0.75)."""
+    hundredths = (ratio * 100 + 1e-9).floor().cast(pl.Int64)
+    return pl.concat_str(
+        (hundredths // 100).cast(pl.String), pl.lit("."), (hundredths % 100).cast(pl.String).str.zfill(2)
+    )
+
+
+def _plural(n: pl.Expr, one: str, many: str) -> pl.Expr:
+    return pl.when(n == 1).then(pl.lit(one)).otherwise(pl.lit(many))
+
+
+def _clauses(parts: list[pl.Expr]) -> pl.Expr:
+    if not parts:
+        return pl.lit(None, dtype=pl.String)
+    joined = pl.concat_str(parts, separator="; ", ignore_nulls=True)
+    return pl.when(joined != "").then(joined)
+
+
+def _verdict_exprs(plan: _Plan, run_level: bool) -> list[pl.Expr]:
+    """Verdict columns from the count columns; ``_run<col>`` hold the run-wide presence counts."""
+    errors: list[pl.Expr] = []
+    fails: list[pl.Expr] = []
+    passes: list[pl.Expr] = []
+    missing: list[pl.Expr] = []
+    failing: list[pl.Expr] = []
+    failed_keys: list[pl.Expr] = []
+    groups: list[pl.Expr] = []
+
+    nulls = pl.col("nulls")
+    errors.append(pl.when(nulls > 0).then(
+        pl.format("{} counted {} not be determined", nulls, _plural(nulls, "result could", "results could"))
+    ))
+    for r, key in enumerate(plan.required):
+        absent = pl.col(f"_run_r{r}_n") == 0
+        missing.append(absent)
+        errors.append(pl.when(absent).then(pl.lit(f"required key {key} has no result in this run")))
+        bad = pl.col(f"_r{r}_not_met") > 0
+        failing.append(bad)
+        failed_keys.append(pl.when(bad).then(pl.lit(key)))
+        if run_level:
+            detail = pl.format(" in {} of {} case runs", pl.col(f"_r{r}_failed_units"), pl.col(f"_r{r}_units"))
+        else:
+            detail = pl.when(pl.col(f"_r{r}_n") > 1).then(
+                pl.format(" in {} of {} results", pl.col(f"_r{r}_not_met"), pl.col(f"_r{r}_n"))
+            ).otherwise(pl.lit(""))
+        fails.append(pl.when(bad).then(pl.concat_str(pl.lit(f"required {key} not met"), detail)))
+    if plan.required:
+        passes.append(pl.when(pl.any_horizontal(pl.col(f"_r{r}_n") > 0 for r in range(len(plan.required))))
+                      .then(pl.lit("every required result met")))
+    for g, keys, low in plan.groups:
+        n, met = pl.col(f"_g{g}_n"), pl.col(f"_g{g}_met")
+        label = f"group {g} ({', '.join(keys)})"
+        absent = pl.col(f"_run_g{g}_n") == 0
+        missing.append(absent)
+        errors.append(pl.when(absent).then(pl.lit(f"threshold {label} has no result in this run")))
+        ratio = pl.when(n > 0).then(met / n)
+        ok = ratio >= low  # null where the group has no result here
+        failing.append(ok.not_().fill_null(False))
+        shown = pl.format("{} {} {} ({} of {} met)", _fmt_ratio(ratio), pl.when(ok).then(pl.lit(">=")).otherwise(
+            pl.lit("<")), pl.lit(_fmt_min(low)), met, n)
+        fails.append(pl.when(ok.not_()).then(pl.concat_str(pl.lit(label + " "), shown)))
+        passes.append(pl.when(ok).then(pl.concat_str(pl.lit(label + " "), shown)))
+        groups.append(pl.struct(
+            keys=pl.lit(keys, dtype=pl.List(pl.String)), ratio=ratio, min=pl.lit(low, dtype=pl.Float64), ok=ok,
+            met=met, results=n,
+        ))
+
+    is_error = (nulls > 0) | pl.any_horizontal(missing) if missing else nulls > 0
+    is_fail = pl.any_horizontal(failing) if failing else pl.lit(False)
+    counted = pl.col("counted")
+    pass_reason = pl.when(counted == 0).then(pl.lit("no counted results")).otherwise(
+        _clauses([pl.format("{} counted {}", counted, _plural(counted, "result", "results")), *passes])
+    )
+    verdict = pl.when(is_error).then(pl.lit("error")).when(is_fail).then(pl.lit("fail")).otherwise(pl.lit("pass"))
+    reason = pl.when(is_error).then(_clauses(errors)).when(is_fail).then(_clauses(fails)).otherwise(pass_reason)
+    empty_keys = pl.lit([], dtype=pl.List(pl.String))
+    return [
+        verdict.alias("verdict"),
+        reason.alias("reason"),
+        counted,
+        pl.col("met"),
+        nulls,
+        (pl.concat_list(failed_keys).list.drop_nulls() if failed_keys else empty_keys).alias("failed_required"),
+        (pl.concat_list(groups) if groups else pl.lit([], dtype=pl.List(GROUP_DTYPE))).alias("groups"),
+        pl.col("evaluators").fill_null(empty_keys),
+    ]
+
+
+def run_verdicts(atoms: pl.LazyFrame, spec: CriteriaSpec) -> pl.LazyFrame:
+    """One verdict row per run under ``spec``: ``run_id`` then :data:`VERDICT_COLUMNS`.
+
+    ``atoms`` are ``assertion_results`` rows, possibly of many runs, outcomes and keys: this
+    function applies :func:`latest`'s rule itself, so pass every outcome. Every run with an atom
+    gets a row, even when none of its atoms is counted.
+    """
+    _require(atoms, _VERDICT_INPUT, "run_verdicts")
+    plan = _plan(spec)
+    categories = pl.Categories.random()  # this call's own evaluator codes, 0, 1, 2, ...
+    current = _current_outcomes(atoms, plan, ["run_id"], _evaluator_masks(plan, categories))
+    units = [(pl.col(f"_r{r}_{c}") > 0).sum().cast(pl.Int64).alias(f"_r{r}_{u}")
+             for r in range(len(plan.required)) for c, u in (("n", "units"), ("not_met", "failed_units"))]
+    per_run = current.group_by("run_id").agg(
+        pl.col(_count_columns(plan, units=False)).sum(), *units, pl.col("evaluators").bitwise_or()
+    )
+    return (
+        _evaluator_lists(per_run, categories)
+        .with_columns(pl.col(c).alias(f"_run{c}") for c in _presence_columns(plan))
+        .select("run_id", *_verdict_exprs(plan, run_level=True))
+        .sort("run_id")
+    )
+
+
+def case_verdicts(atoms: pl.LazyFrame, spec: CriteriaSpec) -> pl.LazyFrame:
+    """The same rules per case run: one row per (run_id, case_run_id, case_key), then :data:`VERDICT_COLUMNS`.
+
+    Applies :func:`latest`'s rule itself. A key absent from the whole run is an error for each of
+    its case runs (as for the run); a key absent from one case run but present in others does not
+    apply there.
+    """
+    _require(atoms, _VERDICT_INPUT, "case_verdicts")
+    plan = _plan(spec)
+    by = ["run_id", "case_run_id", "case_key"]
+    evaluators = _counted_evaluator(plan).drop_nulls().unique()
+    current = _current_outcomes(atoms, plan, ["run_id", "case_key"], evaluators)
+    presence = _presence_columns(plan)
+    run_presence = current.group_by("run_id").agg(pl.col(c).sum().alias(f"_run{c}") for c in presence)
+    return (
+        current.join(run_presence, on="run_id", how="left")
+        .with_columns(pl.col("evaluators").list.sort())
+        .select(*by, *_verdict_exprs(plan, run_level=False))
+        .sort(by)
+    )
+
+
+def flips(verdicts: pl.DataFrame, stamped: pl.DataFrame) -> pl.DataFrame:
+    """Runs whose verdict here differs from the verdict stamped on them (``stamped``: run_id, stamped).
+
+    Returns ``run_id, stamped, verdict, reason`` for each run present in both frames whose verdicts
+    differ; a run with no stamped verdict (null) is not a flip.
+    """
+    inputs = ((verdicts, ("run_id", "verdict"), "verdicts"), (stamped, ("run_id", "stamped"), "stamped"))
+    for frame, cols, what in inputs:
+        missing = [c for c in cols if c not in frame.columns]
+        if missing:
+            raise EvidenceError(f"flips: {what} lacks column(s) {missing}")
+    keep = [c for c in ("run_id", "verdict", "reason") if c in verdicts.columns]
+    return (
+        stamped.select("run_id", "stamped")
+        .join(verdicts.select(keep), on="run_id", how="inner")
+        .filter(pl.col("stamped") != pl.col("verdict"))
+        .sort("run_id")
+    )
