@@ -9,10 +9,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import ingest, leases
+from . import ingest, judging, leases, rescore
 from .common import Result, machine
 
-BENCHMARKS = [ingest, leases]
+BENCHMARKS = [ingest, leases, judging, rescore]
 
 
 def cli_help() -> list[Result]:
