@@ -3,6 +3,8 @@
 Imports nothing else of ours; other packages import from here.
 """
 
+from .bundle import Bundle, read_bundle
+from .criteria import CriteriaSpec, ThresholdGroup
 from .documents import document
 from .errors import (
     AssayError,
@@ -47,5 +49,5 @@ __all__ = [
     "MECHANISMS", "family", "mechanisms_of", "validate_params",
     "CaseSpec", "DriveResult", "Lease", "Ledger", "Receipt", "Runner", "RunJob",
     "default_runner_for", "drive", "register", "registered", "runner_class",
-    "Settings", "document",
+    "Settings", "document", "Bundle", "read_bundle", "CriteriaSpec", "ThresholdGroup",
 ]

@@ -58,13 +58,18 @@ def run_demo(console: Console, quiet: bool = False) -> dict[str, Any]:
         print_rescore(console, rescored)
         say("\n[bold]5. What flipped, and why[/] (stamped verdicts never change; 'now' reads the latest outcomes)")
         print_verdicts(console, [v for v in after if v["verdict"] != v["stamped"]] or after)
+        say(f"\n[bold]6. Re-run[/] (a case's situation changed, so only the runner can say): {SUITES[1]}")
+    rerun = run_with_progress(console, SUITES[1], None, None, quiet=quiet)["run"]
+    if not quiet:
+        print_run(console, rerun)
+        print_verdicts(console, verdicts_for(ws, [rerun["run_id"]]))
         say(
             "\nNext: `assay runs list`, `assay verdicts RUN --cases`, `assay rescore SUITE --consumer C --spec FILE`, "
             f"or query the lake with DuckDB (files under {ws.settings.resolved_lake_url})."
         )
     return {
         "loaded": loaded, "runs": runs, "stored": stored, "verdicts": before, "plan": planned,
-        "reloaded": reloaded, "rejudged": rejudged, "rescored": rescored, "verdicts_after": after,
+        "reloaded": reloaded, "rejudged": rejudged, "rescored": rescored, "verdicts_after": after, "rerun": rerun,
     }
 
 
@@ -72,11 +77,12 @@ REVISIONS = (
     "acme-plumbing's out_of_area_clause now asks for the referral clause 'refer them to a licensed plumber' "
     "(a reworded assertion)",
     "acme-plumbing's nightly_sweep threshold rises from 0.75 to 0.9 (an edited criteria)",
+    "northside-hvac's maintenance plan now costs $199 a year (a changed situation)",
 )
 
 
 def write_revised_bundle(path: Path) -> Path:
-    """The demo bundle with one reworded assertion and one raised threshold, targets made absolute."""
+    """The demo bundle with a reworded assertion, a raised threshold and a changed situation (see REVISIONS)."""
     import yaml
 
     bundle = yaml.safe_load((DEMO / "bundle.yaml").read_text())
@@ -87,6 +93,8 @@ def write_revised_bundle(path: Path) -> Path:
     [clause] = [a for a in main_line["assertions"] if a["key"] == "out_of_area_clause"]
     clause["params"]["clause"] = "refer them to a licensed plumber"
     main_line["criteria"]["nightly_sweep"]["threshold"][0]["min"] = 0.9
+    [plan_case] = [c for c in northside["cases"] if c["key"] == "maintenance-plan-question"]
+    plan_case["situation"]["world"]["plan"]["price_usd_per_year"] = 199
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(bundle, sort_keys=False, allow_unicode=True))
     return path

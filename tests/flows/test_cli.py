@@ -65,3 +65,29 @@ def test_json_documents_carry_schema_revision_and_stability(tmp_path: Path) -> N
     assert doc["catalog"].endswith("catalog.db") and (tmp_path / "catalog.db").exists()
     listing = json.loads(assay("runs", "list", "--json", home=tmp_path).stdout)
     assert listing["schema"] == "assay.runs" and listing["runs"] == []
+
+
+@pytest.mark.slow
+def test_the_demo_shows_the_three_tiers(tmp_path: Path) -> None:
+    doc = json.loads(assay("demo", "--json", home=tmp_path / "fresh").stdout)
+    assert doc["schema"] == "assay.demo"
+    assert [r["status"] for r in doc["runs"]] == ["completed", "completed"]
+    tiers = {s["suite"]: s["tier"] for s in doc["plan"]["suites"]}
+    assert tiers == {"acme-plumbing/main-line": "re-judge", "northside-hvac/recorded-calls": "re-run"}
+    assert doc["rejudged"]["evaluated"] == 4 and doc["rejudged"]["outcomes"] == 4
+    assert [f["verdict"] for f in doc["rescored"]["flips"]] == ["fail"]
+    flipped = {(v["consumer"], v["stamped"], v["verdict"]) for v in doc["verdicts_after"] if v["stamped"] != v["verdict"]}
+    assert ("blueprint_ci", "pass", "fail") in flipped
+    assert doc["rerun"]["status"] == "completed" and doc["rerun"]["run_id"] not in [r["run_id"] for r in doc["runs"]]
+
+
+def test_rescore_with_a_bad_spec_file_names_it(tmp_path: Path) -> None:
+    spec = tmp_path / "candidate.yaml"
+    spec.write_text("required: [a]\nthreshold: [{keys: [b], min: 1.5}]\n")
+    proc = assay("rescore", "team/suite", "--consumer", "ci", "--spec", str(spec), home=tmp_path / "home", check=1)
+    assert "candidate.yaml" in proc.stderr and "threshold.0.min" in proc.stderr
+
+
+def test_rejudge_without_a_selection_says_how_to_choose(tmp_path: Path) -> None:
+    proc = assay("rejudge", home=tmp_path, check=1)
+    assert "choose runs with --run, --suite or --team" in proc.stderr

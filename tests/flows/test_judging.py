@@ -196,7 +196,8 @@ def test_plan_says_which_tier_each_suite_and_consumer_needs(ws, demo_runs, tmp_p
     assert same["changes"] == [] and {s["tier"] for s in same["suites"]} == {"none"}
     revised = plan(ws, str(write_revised_bundle(tmp_path / "revised.yaml")))
     acme, northside = revised["suites"]
-    assert acme["tier"] == "re-judge" and northside["tier"] == "none"
+    assert acme["tier"] == "re-judge" and northside["tier"] == "re-run"
+    assert northside["rerun_reasons"] == ["~ case northside-hvac/maintenance-plan-question (situation)"]
     assert acme["rejudge"]["outcomes"] == 4 and acme["rejudge"]["judge_calls"] == 0
     assert {c["consumer"]: c["tier"] for c in acme["consumers"]} == {
         "blueprint_ci": "re-judge", "nightly_sweep": "re-judge", "publish_gate": "re-judge"}
