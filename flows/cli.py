@@ -60,8 +60,9 @@ def _workspace():
 def init(as_json: JsonOpt = False) -> None:
     """Create ASSAY_HOME: the catalog (migrated to the newest schema) and the lake."""
     ws = _workspace()
-    ws.engine  # migrates
-    ws.lake
+    with ws.engine.connect():  # opening the catalog migrates it to the newest schema
+        pass
+    ws.lake.fs.makedirs(ws.lake.root, exist_ok=True)
     body = {"home": str(ws.settings.home.resolve()), "catalog": ws.settings.resolved_catalog_url,
             "lake": ws.settings.resolved_lake_url}
     if not _emit("assay.init", body, as_json):

@@ -74,7 +74,7 @@ def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: st
     original = ledger.report
 
     def report_then_die(lease, report):
-        receipt = original(lease, report)
+        original(lease, report)
         sys.stdout.flush()
         os._exit(17)  # a crash: no release, no cleanup
 

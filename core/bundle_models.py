@@ -1,0 +1,278 @@
+"""The bundle's models (schema ``assay.bundle/v1``): consumers, teams, cases, suites, assertions, criteria.
+
+Every model forbids unknown fields and documents each field. Reading a file and the checks pydantic
+cannot express live in :mod:`.bundle` and :mod:`.bundle_rules`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from .criteria import CriteriaSpec
+from .ids import IDENTIFIER_RULE, content_hash, is_identifier
+from .mechanisms import MECHANISMS, validate_params
+
+SCHEMA = "assay.bundle/v1"
+KNOWN_SCHEMAS: tuple[str, ...] = (SCHEMA,)
+
+VENDOR_KEYS = frozenset({
+    "platform", "provider", "vendor", "model", "llm", "voice", "voiceid", "squad", "squadid",
+    "assistantid", "agentid", "phonenumber", "phonenumbers", "assistantoverrides", "variablevalues",
+    "simulationspecification", "testconfigurations",
+})  # fmt: skip
+"""Keys that name how a test runs, compared lower-case without ``_``/``-`` (``squadId`` = ``squad_id``)."""
+VENDOR_NAMES = frozenset({"vapi", "elevenlabs", "hamming"})
+"""A key containing one of these words names a vendor."""
+
+_OWN_CASES = "a suite names cases of its own team — fix the key or add the case"
+_ADD_OR_REMOVE = "add an assertion with this key to the suite or one of its cases, or remove it from the criteria"
+_IGNORED = "an ignored key never moves a verdict — keep it in one list"
+_ONE_CALL_PER_LINE = "a call set holds one recorded call per line"
+
+Location = tuple[str | int, ...]
+"""A path inside the file, as pydantic reports it: ``("teams", 0, "cases", 2, "key")``."""
+
+
+def _identifier(value: str) -> str:
+    if not is_identifier(value):
+        slug = re.sub(r"[^a-z0-9_-]+", "-", value.lower()).strip("-_")[:64]
+        hint = f" — e.g. {slug!r}" if is_identifier(slug) else ""
+        raise ValueError(f"{value!r} is not a valid identifier ({IDENTIFIER_RULE}){hint}")
+    return value
+
+
+Identifier = Annotated[str, AfterValidator(_identifier)]
+Text = Annotated[str, Field(min_length=1)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class ConsumerDef(_Model):
+    """An application-level asker (a CI gate, a publish gate, a nightly sweep); belongs to no team."""
+
+    key: Identifier
+    """The consumer's key, used by criteria (``blueprint_ci``)."""
+    description: str = ""
+    """One line: what this consumer decides with its verdicts."""
+
+
+class Situation(_Model):
+    """Who calls, what they want, what they must be told, what is true in the world. Never how it runs."""
+
+    caller: Text
+    """Who calls, in a line: name, role, mood."""
+    wants: Text
+    """What the caller wants from the call."""
+    must_be_told: list[Text] = Field(default_factory=list)
+    """What the agent must tell the caller for the call to go well."""
+    world: dict[str, Any] = Field(default_factory=dict)
+    """What is true in the world the agent can find out (service area, bookings, prices): any JSON values."""
+
+
+class AssertionDef(_Model):
+    """One behaviour to check: a key (the behaviour), a mechanism and its parameters."""
+
+    key: Identifier
+    """The behaviour's key; criteria name it. Rewording keeps the key and writes a new version."""
+    mechanism: str
+    """How it is checked: one of :data:`~.mechanisms.MECHANISMS`."""
+    params: dict[str, Any] = Field(default_factory=dict, validate_default=True)
+    """The mechanism's parameters, validated against its parameter model."""
+    role: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    """Optional vendor-slot hint: which designated slot of a vendor this assertion goes into."""
+    description: str = ""
+    """What the behaviour means, in words."""
+
+    @field_validator("mechanism")
+    @classmethod
+    def _known_mechanism(cls, value: str) -> str:
+        if value not in MECHANISMS:
+            close = difflib.get_close_matches(value, MECHANISMS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(f"unknown mechanism {value!r}; {hint}valid mechanisms: {', '.join(MECHANISMS)}")
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _params_fit(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        mechanism = info.data.get("mechanism")
+        if mechanism is None:  # the mechanism itself is wrong and already reported
+            return params
+        try:
+            validate_params(mechanism, params)
+        except ValidationError as exc:
+            problems = [(tuple(e["loc"]), _param_message(mechanism, e)) for e in exc.errors(include_url=False)]
+            raise PydanticCustomError(
+                "bad_params", "invalid parameters for {mechanism}", {"mechanism": mechanism, "problems": problems}
+            ) from None
+        return params
+
+    def stored(self) -> dict[str, Any]:
+        """What the catalog stores and hashes: defaults dropped, so spelling out a default is no change."""
+        params = validate_params(self.mechanism, self.params).model_dump(mode="json", exclude_defaults=True)
+        return {"mechanism": self.mechanism, "params": params, "role": self.role, "description": self.description}
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.stored())
+
+
+def _param_message(mechanism: str, err: Any) -> str:
+    name = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        known = ", ".join(MECHANISMS[mechanism].model_fields) or "none"
+        return f"unknown parameter {name!r} for {mechanism}; its parameters: {known}"
+    if err["type"] == "missing":
+        return f"{mechanism} needs parameter {name!r}"
+    what = err["msg"].removeprefix("Value error, ")
+    got = "" if err["type"] == "value_error" else f" (got {_short(err['input'])})"
+    return f"parameter {name!r} of {mechanism}: {what}{got}"
+
+
+class CaseDef(_Model):
+    """A situation, owned by a team; the same situation runs under any runner."""
+
+    key: Identifier
+    """The case's key, unique within its team."""
+    title: Text
+    """One line naming the situation."""
+    source_recipe: Identifier | None = None
+    """The template (recipe) this case came from, if any."""
+    situation: Situation
+    """Who calls, what they want, what they must be told, what is true in the world."""
+    assertions: list[AssertionDef] = Field(default_factory=list)
+    """Behaviours checked on this case only."""
+
+    def content(self) -> dict[str, Any]:
+        """The case content the catalog stores, hashes, and every case run snapshots."""
+        return {"title": self.title, "situation": self.situation.model_dump(mode="json")}
+
+
+class TargetDef(_Model):
+    """What a suite runs against: exactly one of a compiled config or a call set (paths relative to the bundle)."""
+
+    config: Text | None = None
+    """A JSON file holding a compiled assistant config; stored inline in the catalog."""
+    call_set: Text | None = None
+    """A JSONL file of recorded calls, one per line; stored as its absolute path and sha256."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "TargetDef":
+        if (self.config is None) == (self.call_set is None):
+            found = "both" if self.config is not None else "neither"
+            raise ValueError(
+                f"a target names exactly one of 'config' (a compiled config JSON file) or 'call_set' "
+                f"(a JSONL file of recorded calls); found {found}"
+            )
+        return self
+
+    @property
+    def kind(self) -> Literal["config", "call_set"]:
+        return "config" if self.config is not None else "call_set"
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """A suite's target as the catalog stores it."""
+
+    kind: Literal["config", "call_set"]
+    target: dict[str, Any]
+    """``{"config": {...}}`` or ``{"call_set": {"path": ..., "sha256": ...}}``."""
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.target)
+
+
+class SuiteDef(_Model):
+    """An assistant's (or call set's) selection of the team's cases: the run target."""
+
+    key: Identifier
+    """The suite's key, unique within its team (``assay run TEAM/SUITE``)."""
+    name: Text
+    """A human name for the suite."""
+    target: TargetDef
+    """The compiled config or call set the suite runs against."""
+    cases: list[Identifier] = Field(min_length=1)
+    """Keys of the team's cases, in run order."""
+    assertions: list[AssertionDef] = Field(default_factory=list)
+    """Behaviours checked on every case of the suite."""
+    criteria: dict[Identifier, CriteriaSpec] = Field(default_factory=dict)
+    """Per consumer key: the assertion keys it requires, its threshold groups, the keys it ignores."""
+
+    _resolved: ResolvedTarget | None = PrivateAttr(default=None)
+
+    @property
+    def resolved_target(self) -> ResolvedTarget:
+        if self._resolved is None:
+            raise RuntimeError(f"suite {self.key!r}: its target was not resolved; read bundles with read_bundle()")
+        return self._resolved
+
+
+class TeamDef(_Model):
+    """A team: owns its cases and suites."""
+
+    id: Identifier
+    """The team's id (part of lake paths and of ``TEAM/SUITE`` names)."""
+    name: Text
+    """The team's display name."""
+    cases: list[CaseDef] = Field(default_factory=list)
+    """The team's situations."""
+    suites: list[SuiteDef] = Field(default_factory=list)
+    """The team's suites."""
+
+
+class Bundle(_Model):
+    """A whole bundle file."""
+
+    schema_id: Literal["assay.bundle/v1"] = Field(alias="schema")
+    """The format and its version: ``assay.bundle/v1``."""
+    consumers: list[ConsumerDef] = Field(default_factory=list)
+    """Consumers declared (or re-described) by this bundle."""
+    teams: list[TeamDef] = Field(default_factory=list)
+    """The teams this bundle defines."""
+
+    _file: str = PrivateAttr(default="<bundle>")
+
+    @property
+    def file(self) -> str:
+        """The file this bundle was read from, as named by the caller (for messages)."""
+        return self._file
+
+
+def criteria_spec(spec: CriteriaSpec) -> dict[str, Any]:
+    """A spec as stored: key lists sorted, so reordering a list is not a new version."""
+    return {
+        "required": sorted(spec.required),
+        "threshold": [{"keys": sorted(g.keys), "min": g.min} for g in spec.threshold],
+        "ignore": sorted(spec.ignore),
+    }
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+__all__ = [
+    "SCHEMA", "KNOWN_SCHEMAS", "VENDOR_KEYS", "VENDOR_NAMES",
+    "AssertionDef", "Bundle", "CaseDef", "ConsumerDef", "ResolvedTarget", "Situation", "SuiteDef", "TargetDef",
+    "TeamDef", "criteria_spec", 
+]  # fmt: skip
