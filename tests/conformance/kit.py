@@ -67,6 +67,9 @@ def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: st
 
     from assay.core.runner import drive
 
+    import duckdb  # noqa: F401  (heavy imports first, so the short lease is spent on the run itself)
+    import polars  # noqa: F401
+
     engine = create_catalog_engine(url)
     ledger = CatalogLedger(engine, Lake(lake_url))
     runner = registered()[runner_name]()
@@ -79,4 +82,4 @@ def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: st
         os._exit(17)  # a crash: no release, no cleanup
 
     ledger.report = report_then_die
-    drive(runner, ledger, job_for_run(engine, run_id), owner="doomed", ttl_seconds=2)
+    drive(runner, ledger, job_for_run(engine, run_id), owner="doomed", ttl_seconds=4)
