@@ -178,3 +178,13 @@ def test_racing_processes_claim_exactly_once(engine: sa.Engine, catalog_url: str
     assert len(winners) == 1, outcomes
     assert all("held by" in r for o, r in outcomes.items() if o not in winners), outcomes
     assert get_run(engine, run_id).lease_owner == winners[0]
+
+
+def test_a_known_gap_becomes_a_strict_xfail_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(KNOWN_GAPS, ("fixed", "test_some_contract"), "fixed cannot do this yet")
+    params = _params("test_some_contract")
+    [gap] = [p for p in params if not isinstance(p, str)]
+    assert gap.values == ("fixed",)
+    [mark] = gap.marks
+    assert mark.name == "xfail" and mark.kwargs == {"strict": True, "reason": "fixed cannot do this yet"}
+    assert sorted(p for p in params if isinstance(p, str)) == sorted(set(RUNNERS) - {"fixed"})
