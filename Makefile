@@ -14,8 +14,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,postgres]'
 	touch $(STAMP)
 
+# The demo tells its story from an empty workspace of its own (kept for exploring afterwards).
+DEMO_HOME ?= .assay/demo-home
+
 demo: $(STAMP)
-	$(BIN)/assay demo
+	ASSAY_HOME=$(DEMO_HOME) $(BIN)/assay demo --reset
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -250,11 +250,14 @@ def plan(
 
 
 @app.command()
-def demo(as_json: JsonOpt = False) -> None:
-    """On a fresh ASSAY_HOME: load the demo bundle, run both demo suites, show what was stored."""
+def demo(
+    reset: Annotated[bool, typer.Option(help="Empty ASSAY_HOME first (its catalog and lake).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """On a fresh ASSAY_HOME: load the demo bundle, run both suites, show verdicts and the three tiers."""
     from .demo import run_demo
 
-    summary = run_demo(_console(), quiet=as_json)
+    summary = run_demo(_console(), quiet=as_json, reset=reset)
     _emit("assay.demo", summary, as_json)
 
 

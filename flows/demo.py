@@ -12,14 +12,14 @@ DEMO = Path(__file__).parent / "demo"
 SUITES = ("acme-plumbing/main-line", "northside-hvac/recorded-calls")
 
 
-def run_demo(console: Console, quiet: bool = False) -> dict[str, Any]:
+def run_demo(console: Console, quiet: bool = False, reset: bool = False) -> dict[str, Any]:
     from . import operations as ops
     from .judging import judge_runs, rescore, verdicts_for
     from .planning import plan
     from .render import print_judged, print_load, print_plan, print_rescore, print_run, print_verdicts, run_with_progress
     from .workspace import open_workspace
 
-    ws = open_workspace()
+    ws = _fresh_workspace(open_workspace(), reset)
     say = (lambda *a, **k: None) if quiet else console.print
     say(f"[bold]Assay demo[/] in {ws.settings.home.resolve()}\n")
 
@@ -64,13 +64,41 @@ def run_demo(console: Console, quiet: bool = False) -> dict[str, Any]:
         print_run(console, rerun)
         print_verdicts(console, verdicts_for(ws, [rerun["run_id"]]))
         say(
-            "\nNext: `assay runs list`, `assay verdicts RUN --cases`, `assay rescore SUITE --consumer C --spec FILE`, "
-            f"or query the lake with DuckDB (files under {ws.settings.resolved_lake_url})."
+            f"\nNext, with ASSAY_HOME={ws.settings.home}: `assay runs list`, `assay verdicts RUN --cases`, "
+            "`assay rescore SUITE --consumer C --spec FILE`, or query the lake with DuckDB "
+            f"(files under {ws.settings.resolved_lake_url}; notebooks/ has examples)."
         )
     return {
         "loaded": loaded, "runs": runs, "stored": stored, "verdicts": before, "plan": planned,
         "reloaded": reloaded, "rejudged": rejudged, "rescored": rescored, "verdicts_after": after, "rerun": rerun,
     }
+
+
+def _fresh_workspace(ws, reset: bool):
+    """The demo tells a story from an empty workspace: refuse one with runs, unless asked to empty it."""
+    import shutil
+
+    from assay.core.errors import ConfigError
+    from assay.storage.catalog.runs import list_runs
+
+    from .workspace import open_workspace
+
+    home = ws.settings.home.resolve()
+    if not list_runs(ws.engine, limit=1):
+        return ws
+    if not reset:
+        raise ConfigError(
+            f"ASSAY_HOME {home} already holds runs; the demo starts from an empty one: "
+            "point ASSAY_HOME at a new folder, or pass --reset to empty this one"
+        )
+    ws.close()
+    if ws.settings.catalog_url is not None or ws.settings.lake_url is not None:
+        raise ConfigError("--reset empties ASSAY_HOME only; unset ASSAY_CATALOG_URL and ASSAY_LAKE_URL for the demo")
+    for name in ("catalog.db", "catalog.db-wal", "catalog.db-shm"):
+        (home / name).unlink(missing_ok=True)
+    for name in ("lake", "demo"):
+        shutil.rmtree(home / name, ignore_errors=True)
+    return open_workspace(ws.settings)
 
 
 REVISIONS = (

@@ -79,6 +79,8 @@ def test_the_demo_shows_the_three_tiers(tmp_path: Path) -> None:
     flipped = {(v["consumer"], v["stamped"], v["verdict"]) for v in doc["verdicts_after"] if v["stamped"] != v["verdict"]}
     assert ("blueprint_ci", "pass", "fail") in flipped
     assert doc["rerun"]["status"] == "completed" and doc["rerun"]["run_id"] not in [r["run_id"] for r in doc["runs"]]
+    again = assay("demo", home=tmp_path / "fresh", check=1)
+    assert "already holds runs" in again.stderr and "--reset" in again.stderr
 
 
 def test_rescore_with_a_bad_spec_file_names_it(tmp_path: Path) -> None:
