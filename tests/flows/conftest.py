@@ -1,8 +1,14 @@
-"""One Prefect test harness for the whole session (a temporary API server and database)."""
+"""Flow fixtures: one Prefect test harness for the whole test run, and a workspace with the demo bundle."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from assay.flows import operations as ops
+from assay.flows.demo import DEMO
+from assay.flows.workspace import open_workspace
 
 
 @pytest.fixture(scope="session")
@@ -11,3 +17,12 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture
+def demo_ws(assay_home: Path):
+    """A fresh workspace in a temp ASSAY_HOME with the demo bundle loaded (nothing run yet)."""
+    ws = open_workspace()
+    ops.load(ws, str(DEMO / "bundle.yaml"))
+    yield ws
+    ws.close()

@@ -18,7 +18,6 @@ from assay.flows import judging
 from assay.flows import operations as ops
 from assay.flows.demo import DEMO, SUITES, write_revised_bundle
 from assay.flows.planning import plan
-from assay.flows.workspace import open_workspace
 from assay.storage.catalog.runs import get_run, list_runs, run_details
 
 
@@ -30,11 +29,8 @@ def run_suite(ws, suite: str) -> str:
 
 
 @pytest.fixture
-def ws(assay_home: Path):
-    ws = open_workspace()
-    ops.load(ws, str(DEMO / "bundle.yaml"))
-    yield ws
-    ws.close()
+def ws(demo_ws):
+    return demo_ws
 
 
 @pytest.fixture

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from assay.flows import operations as ops
-from assay.flows.demo import DEMO, SUITES, stored_summary
-from assay.flows.workspace import open_workspace
+from assay.flows.demo import SUITES, stored_summary
 from assay.storage.catalog.runs import create_run, get_run, run_details
 
 
 @pytest.fixture
-def workspace(assay_home: Path):
-    ws = open_workspace()
-    ops.load(ws, str(DEMO / "bundle.yaml"))
-    yield ws
-    ws.close()
+def workspace(demo_ws):
+    return demo_ws
 
 
 def test_run_suite_flow_runs_both_demo_suites(prefect_harness, workspace) -> None:
