@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from abc import ABC
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
@@ -178,7 +178,6 @@ class DriveResult:
     evaluations: int = 0
     duplicates: int = 0
     error: str | None = None
-    receipts: list[Receipt] = field(default_factory=list)
 
 
 def drive(
@@ -208,7 +207,6 @@ def drive(
         for report in runner.execute(job, heartbeat):
             heartbeat()
             receipt = ledger.report(lease, report)
-            result.receipts.append(receipt)
             result.reports += 1
             result.case_runs += receipt.case_runs
             result.evaluations += receipt.evaluations

@@ -17,8 +17,10 @@ from typing import Any
 import polars as pl
 import sqlalchemy as sa
 
+import assay.adapters.runners  # noqa: F401  (registers the runners)
 from assay.core.criteria import CriteriaSpec, resolve
 from assay.core.ids import content_hash, new_id, stable_id
+from assay.core.runner import registered
 from assay.storage.catalog import tables as t
 from assay.storage.catalog.assertions import criteria_spec, current_assertions, stamped_criteria
 from assay.storage.catalog.runs import find_suite, suite_assertion_keys
@@ -35,9 +37,6 @@ _ASSIGNMENT = {
 
 def supported_mechanisms() -> dict[str, frozenset[str]]:
     """Runner name -> mechanisms its evidence supports, from the registry (capabilities as data)."""
-    import assay.adapters.runners  # noqa: F401  (registers the runners)
-    from assay.core.runner import registered
-
     return {name: frozenset(cls.mechanisms) for name, cls in registered().items()}
 
 
@@ -270,8 +269,9 @@ def _materialise(
     where = pl.DataFrame(
         {"run_id": [r.run_id for r in runs], "team_id": [r.team_id for r in runs], "date": [r.lake_date for r in runs]}
     )
-    frame = verdicts.join(where, on="run_id").with_columns(
-        verdict_id=pl.col("run_id").map_elements(lambda r: stable_id(r, consumer, spec_hash), return_dtype=pl.String),
+    frame = verdicts.join(where, on="run_id")
+    frame = frame.with_columns(
+        verdict_id=pl.Series([stable_id(r, consumer, spec_hash) for r in frame["run_id"]], dtype=pl.String),
         suite_id=pl.lit(suite_id), consumer_key=pl.lit(consumer), criteria=pl.lit(label),
         spec_hash=pl.lit(spec_hash), computed_at=pl.lit(datetime.now(UTC)).dt.cast_time_unit("us"),
     )

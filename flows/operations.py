@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import assay.adapters.runners  # noqa: F401  (registers the runners)
 from assay.core.errors import ConfigError
 from assay.core.runner import DriveResult, Receipt, default_runner_for, drive, runner_class
 from assay.storage.catalog.load import load_bundle
@@ -15,20 +16,21 @@ from assay.storage.catalog.runs import RunRow, create_run, find_suite, get_run, 
 
 from .workspace import Workspace
 
+
 def owner_name() -> str:
     """This process's lease-owner name: host and pid, so a stuck lease names its holder."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
 
 def load(ws: Workspace, path: str) -> dict[str, Any]:
     """Load a bundle into the catalog (all or nothing)."""
     return load_bundle(ws.engine, path).to_dict()
 
+
 def start_run(
     ws: Workspace, suite: str, runner: str | None = None, deadline: timedelta | None = None
 ) -> RunRow:
     """Create the run: resolve the suite and its criteria, snapshot the cases, stamp criteria versions."""
-    import assay.adapters.runners  # noqa: F401  (registers the runners)
-
     with ws.engine.connect() as conn:
         target_kind = find_suite(conn, suite).target_kind
     cls = runner_class(runner or default_runner_for(target_kind))
@@ -39,6 +41,7 @@ def start_run(
         )
     return create_run(ws.engine, suite, cls.name, deadline=deadline)
 
+
 def execute_run(
     ws: Workspace,
     run_id: str,
@@ -46,8 +49,6 @@ def execute_run(
     on_report: Callable[[Receipt], None] | None = None,
 ) -> DriveResult:
     """Claim the run, drive its runner through every report, release it."""
-    import assay.adapters.runners  # noqa: F401
-
     run = get_run(ws.engine, run_id)
     runner = runner_class(run.runner)(**(runner_options or {}))
     job = job_for_run(ws.engine, run_id)
@@ -55,12 +56,14 @@ def execute_run(
         runner, ws.ledger, job, owner=owner_name(), ttl_seconds=ws.settings.lease_seconds, on_report=on_report
     )
 
+
 def judge_run(ws: Workspace, run_id: str, trigger: str = "run") -> dict[str, Any]:
     """Judge the run's evidence (a new outcome per case run), then read each consumer's verdict."""
     from .judging import judge_runs, verdicts_for
 
     judged = judge_runs(ws, [run_id], trigger=trigger)
     return {"judged": judged, "verdicts": verdicts_for(ws, [run_id])}
+
 
 def finalise_run(ws: Workspace, run_id: str, verdicts: list[dict[str, Any]]) -> RunRow:
     """Freeze a released run as completed, stamping each consumer's verdict (once, for good).
@@ -73,11 +76,14 @@ def finalise_run(ws: Workspace, run_id: str, verdicts: list[dict[str, Any]]) -> 
         )
     return get_run(ws.engine, run_id)
 
+
 def finish_run(ws: Workspace, run_id: str) -> RunRow:
     """Judge a released run, then finalise it with its verdicts (what the run-suite flow does)."""
-    if get_run(ws.engine, run_id).finalised_at is not None:
-        return get_run(ws.engine, run_id)
+    run = get_run(ws.engine, run_id)
+    if run.finalised_at is not None:
+        return run
     return finalise_run(ws, run_id, judge_run(ws, run_id)["verdicts"])
+
 
 def reap(ws: Workspace) -> dict[str, list[str]]:
     """Resolve expired leases and passed deadlines to timed_out."""
