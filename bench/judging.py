@@ -1,9 +1,10 @@
 """Judging: 1,000,000 stored case runs x 10 transcript and tool assertions, evaluated deterministically.
 
 ``evaluate`` (Polars, vectorised) is timed end to end on all 10,000,000 assignments, median of 3.
-The baseline is ``evaluate_rowwise`` (the plain-Python, per-row reference with the same semantics),
-timed in the same process on a sample of the same data (its rate does not depend on the count); on
-that sample the two results are also checked to be identical.
+The baseline is ``evaluate_rowwise`` (the plain-Python, per-row reference with the same semantics: the
+tests' oracle, ``tests/transforms/reference.py``), timed in the same process on a sample of the same
+data (its rate does not depend on the count); on that sample the two results are also checked to be
+identical.
 
 The data is generated column-wise with Polars and Arrow (no Python loop per case run): 6-10 turns
 per case run drawn from a phrase vocabulary, 0-3 tool calls with JSON arguments, ~2% null costs,
@@ -13,7 +14,9 @@ per case run drawn from a phrase vocabulary, 0-3 tool calls with JSON arguments,
 from __future__ import annotations
 
 import json
+import sys
 import time
+from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
@@ -23,6 +26,8 @@ from .common import Result, median_seconds
 CASE_RUNS = 1_000_000
 SAMPLE = 50_000
 RUNNER = "bench"
+REFERENCE_DIR = Path(__file__).resolve().parents[1] / "tests" / "transforms"
+"""Where ``reference.py`` (``evaluate_rowwise``) lives."""
 
 OPENERS = [
     "Thanks for calling, how can I help you today?", "I understand, let me check that for you.",
@@ -128,7 +133,11 @@ def no_evaluations() -> pl.DataFrame:
 def run() -> list[Result]:
     from assay.core.mechanisms import mechanisms_of
     from assay.transforms.judge import evaluate
-    from assay.transforms.reference import evaluate_rowwise
+
+    # The row-wise reference is test code (it does not ship in the package): import it from the tests'
+    # folder, as pytest does.
+    sys.path.insert(0, str(REFERENCE_DIR))
+    from reference import evaluate_rowwise
 
     start = time.perf_counter()
     runs = case_runs(CASE_RUNS)

@@ -6,20 +6,9 @@ from typing import Any, Literal
 
 Stability = Literal["experimental", "stable", "deprecated"]
 
-DOCUMENTS: dict[str, tuple[int, Stability]] = {
-    "assay.run": (1, "experimental"),
-    "assay.runs": (1, "experimental"),
-    "assay.load": (1, "experimental"),
-    "assay.init": (1, "experimental"),
-    "assay.demo": (1, "experimental"),
-    "assay.reap": (1, "experimental"),
-    "assay.bench": (1, "experimental"),
-    "assay.judge": (1, "experimental"),
-    "assay.rejudge": (1, "experimental"),
-    "assay.rescore": (1, "experimental"),
-    "assay.verdicts": (1, "experimental"),
-    "assay.plan": (1, "experimental"),
-}
+_COMMANDS = ("run", "runs", "load", "init", "demo", "reap", "bench", "judge", "rejudge", "rescore", "verdicts", "plan")
+
+DOCUMENTS: dict[str, tuple[int, Stability]] = {f"assay.{name}": (1, "experimental") for name in _COMMANDS}
 """Known document schemas: id -> (current revision, stability)."""
 
 

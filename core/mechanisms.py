@@ -5,6 +5,10 @@ reads the compiled artefact, ``transcript.*`` the turns, ``tool.*`` the tool cal
 runner's own evaluations, and ``rubric`` is judged by our judge from the transcript. A runner declares
 the mechanisms its evidence supports; an assertion whose mechanism the run's runner does not support
 fails with a reason (it is never skipped).
+
+This module declares each mechanism (:data:`MECHANISMS`: name -> parameter model); its evaluator is one
+function registered under the same name in ``assay.transforms.mechanisms`` (a test checks that every
+declaration has one, and nothing else is registered).
 """
 
 from __future__ import annotations
@@ -208,6 +212,7 @@ FAMILY_EVIDENCE: dict[str, str] = {
 
 
 def family(mechanism: str) -> str:
+    """The family a mechanism belongs to: its name's first part (``"tool.called"`` -> ``"tool"``)."""
     return mechanism.split(".", 1)[0]
 
 
@@ -223,4 +228,8 @@ def validate_params(mechanism: str, params: dict[str, Any]) -> Params:
     return MECHANISMS[mechanism].model_validate(params)
 
 
-__all__ = ["MECHANISMS", "FAMILY_EVIDENCE", "Params", "ValidationError", "family", "mechanisms_of", "validate_params"]
+__all__ = [
+    "FAMILY_EVIDENCE", "MECHANISMS", "REGEX_SYNTAX", "ClausePresent", "MaxCost", "MaxLatency", "MaxTurns", "Params",
+    "RegexMatch", "Rubric", "TextMatch", "ToolAttached", "ToolCalled", "ValidationError", "VariablesResolve",
+    "VendorEvaluation", "family", "mechanisms_of", "regex_problem", "validate_params",
+]

@@ -37,7 +37,7 @@ def connect(lake: "Lake", tables: "dict[str, pa.Table] | None" = None) -> "duckd
     if not lake.local:
         con.register_filesystem(lake.fs)
     for name, table in lake.tables.items():
-        files = lake.files(name)
+        files = lake.files_by_version(name)
         if files:
             con.execute(f"CREATE VIEW {_quote(name)} AS {_view_sql(table, files)}")
         else:
@@ -49,16 +49,38 @@ def connect(lake: "Lake", tables: "dict[str, pa.Table] | None" = None) -> "duckd
     return con
 
 
-def _view_sql(table: "LakeTable", files: list[str]) -> str:
-    paths = ", ".join(_literal(f) for f in files)
+def _view_sql(table: "LakeTable", files: dict[int, list[str]]) -> str:
+    """One SELECT per schema version (columns added since filled in), unioned, one row per natural key."""
     hive_types = ", ".join(f"{_literal(p)}: VARCHAR" for p in PARTITIONS)
     key = ", ".join(map(_quote, table.natural_key))
-    columns = ", ".join(map(_quote, table.read_schema.names))
+    columns = [*table.read_schema.names, FILE_COLUMN]
+    parts = []
+    for version, paths in files.items():
+        added = table.added_since(version)
+        select = ", ".join(
+            f"CAST({_sql_value(added[c][0])} AS {_SQL_TYPES[str(added[c][1])]}) AS {_quote(c)}" if c in added else _quote(c)
+            for c in columns
+        )
+        parts.append(
+            f"SELECT {select} FROM read_parquet([{', '.join(map(_literal, paths))}], hive_partitioning = true, "
+            f"union_by_name = true, hive_types = {{{hive_types}}}, filename = {_literal(FILE_COLUMN)})"
+        )
     return (
-        f"SELECT {columns} FROM read_parquet([{paths}], hive_partitioning = true, union_by_name = true, "
-        f"hive_types = {{{hive_types}}}, filename = {_literal(FILE_COLUMN)}) "
+        f"SELECT {', '.join(map(_quote, table.read_schema.names))} FROM ({' UNION ALL '.join(parts)}) "
         f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {_quote(table.first_by)}, {_quote(FILE_COLUMN)}) = 1"
     )
+
+
+_SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN", "string": "VARCHAR"}
+"""DuckDB types of the Arrow types a column added to a lake table may have."""
+
+
+def _sql_value(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return _literal(value)
+    return repr(value)
 
 
 def _quote(name: str) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+import polars as pl
 import sqlalchemy as sa
 
 from assay.core.criteria import CriteriaSpec
@@ -63,3 +64,33 @@ def stamped_criteria(conn: sa.Connection, run_ids: Iterable[str]) -> list[sa.Row
         .order_by(rc.c.run_id, rc.c.consumer_key)
     )
     return list(conn.execute(q))
+
+
+ASSIGNMENT: dict[str, pl.DataType] = {
+    "case_run_id": pl.String(), "assertion_id": pl.String(), "assertion_key": pl.String(),
+    "assertion_version": pl.Int32(), "mechanism": pl.String(), "params": pl.String(),
+}
+"""An assignment: one (case run, current assertion version) pair for judging to evaluate or carry."""
+
+
+def assignments(conn: sa.Connection, run_ids: Sequence[str], case_runs: pl.DataFrame) -> pl.DataFrame:
+    """One row per (case run, current assertion version) that applies to it: its suite's and its case's.
+
+    ``case_runs`` has ``run_id``, ``case_run_id`` and ``case_id`` of the runs' case runs.
+    """
+    runs = t.runs
+    suites = dict(conn.execute(sa.select(runs.c.run_id, runs.c.suite_id).where(runs.c.run_id.in_(list(run_ids)))).all())
+    parts = []
+    for suite_id in sorted(set(suites.values())):
+        runs_of_suite = [r for r, s in suites.items() if s == suite_id]
+        these = case_runs.filter(pl.col("run_id").is_in(runs_of_suite)).select("case_run_id", "case_id")
+        rows = current_assertions(conn, suite_id, these["case_id"].unique().to_list())
+        if not rows or these.is_empty():
+            continue
+        catalog = pl.DataFrame(
+            rows, schema_overrides={"assertion_version": pl.Int32, "case_id": pl.String, "suite_id": pl.String}
+        )
+        suite_level = these.join(catalog.filter(pl.col("suite_id").is_not_null()), how="cross")
+        case_level = these.join(catalog.filter(pl.col("case_id").is_not_null()), on="case_id")
+        parts += [suite_level.select(list(ASSIGNMENT)), case_level.select(list(ASSIGNMENT))]
+    return pl.concat(parts) if parts else pl.DataFrame(schema=ASSIGNMENT)

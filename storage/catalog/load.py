@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -28,138 +28,7 @@ from assay.core.errors import BundleError
 from assay.core.ids import content_hash, new_id
 
 from . import tables as t
-
-KINDS = ("teams", "consumers", "cases", "suites", "assertions", "criteria")
-Kind = Literal["teams", "consumers", "cases", "suites", "assertions", "criteria"]
-Action = Literal["create", "update", "new_version", "unchanged", "kept"]
-ACTIONS: tuple[str, ...] = ("create", "update", "new_version", "unchanged", "kept")
-_PAST = {
-    "create": "created",
-    "update": "updated",
-    "new_version": "new_version",
-    "unchanged": "unchanged",
-    "kept": "kept",
-}
-_MARK = {"create": "+", "update": "~", "new_version": "+", "unchanged": "=", "kept": "."}
-
-
-@dataclass(frozen=True)
-class _Write:
-    """One statement of the plan: an insert, an update (by key) or a delete (by key)."""
-
-    table: sa.Table
-    op: Literal["insert", "update", "delete"]
-    values: dict[str, Any] = field(default_factory=dict)
-    key: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Change:
-    """What loading does to one thing: a team, a consumer, a case, a suite, an assertion, a criteria."""
-
-    kind: Kind
-    action: Action
-    label: str
-    """Names the thing: ``case acme-plumbing/burst-pipe``, ``acme-plumbing/main-line: criteria blueprint_ci``."""
-    version: int | None = None
-    """Assertions and criteria: the version written (create, new_version) or the latest stored (unchanged, kept)."""
-    fields: tuple[str, ...] = ()
-    """For an update: which fields change."""
-    writes: tuple[_Write, ...] = field(default=(), repr=False, compare=False)
-    ref: tuple[tuple[str, str], ...] = field(default=(), compare=False)
-    """What the change belongs to, as pairs: ``(("team", t), ("suite", s), ("consumer", c))``; read by ``scope``."""
-
-    @property
-    def scope(self) -> dict[str, str]:
-        """The team, suite or case, assertion key and consumer this change is about (those that apply)."""
-        return dict(self.ref)
-
-    def line(self) -> str:
-        """One line for a person: ``+ case acme/x``, ``~ suite acme/s (target)``, ``+ acme/s: criteria ci v2``."""
-        text = f"{_MARK[self.action]} {self.label}"
-        if self.version is not None:
-            text += f" v{self.version}"
-        if self.fields:
-            text += f" ({', '.join(self.fields)})"
-        if self.action == "kept":
-            text += " kept: not in the bundle, left as it is"
-        return text
-
-    def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"kind": self.kind, "action": self.action, "label": self.label}
-        if self.version is not None:
-            body["version"] = self.version
-        if self.fields:
-            body["fields"] = list(self.fields)
-        return body
-
-
-@dataclass(frozen=True)
-class BundleDiff:
-    """What loading a bundle would do, change by change, in the order it would be written."""
-
-    file: str
-    changes: tuple[Change, ...]
-
-    def counts(self) -> dict[str, dict[str, int]]:
-        """Per kind, how many things each action touches (every action present, zeros included)."""
-        counts = {kind: dict.fromkeys(ACTIONS, 0) for kind in KINDS}
-        for c in self.changes:
-            counts[c.kind][c.action] += 1
-        return counts
-
-    @property
-    def has_changes(self) -> bool:
-        return any(c.writes for c in self.changes)
-
-    def new_versions(self) -> list[str]:
-        """Assertions and criteria that get a version after their first (``... assertion x v2``)."""
-        return [f"{c.label} v{c.version}" for c in self.changes if c.action == "new_version"]
-
-    def kept(self) -> list[str]:
-        """Things in the catalog that the bundle no longer mentions; loading leaves them as they are."""
-        return [c.label + (f" v{c.version}" if c.version else "") for c in self.changes if c.action == "kept"]
-
-    def lines(self, *, unchanged: bool = False) -> list[str]:
-        """The plan for a person, one line per change (unchanged things only when asked)."""
-        return [c.line() for c in self.changes if unchanged or c.action != "unchanged"]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "has_changes": self.has_changes,
-            "counts": self.counts(),
-            "new_versions": self.new_versions(),
-            "kept": self.kept(),
-            "changes": [c.to_dict() for c in self.changes],
-        }
-
-
-@dataclass(frozen=True)
-class LoadSummary:
-    """What a load did: per kind, how many were created / updated / given a new version / unchanged / kept."""
-
-    file: str
-    counts: dict[str, dict[str, int]]
-    """``{"cases": {"created": 4, "updated": 0, "new_version": 0, "unchanged": 0, "kept": 0}, ...}``."""
-    new_versions: list[str]
-    """``acme-plumbing/main-line: assertion declines_out_of_area v2``, ``... criteria blueprint_ci v2``."""
-    kept: list[str]
-    """Things the bundle no longer mentions, left in the catalog as they are."""
-
-    @property
-    def changed(self) -> bool:
-        return any(n for c in self.counts.values() for a, n in c.items() if a in ("created", "updated", "new_version"))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The body of the ``assay.load`` document (``--json``)."""
-        return {
-            "file": self.file,
-            "changed": self.changed,
-            "counts": self.counts,
-            "new_versions": list(self.new_versions),
-            "kept": list(self.kept),
-        }
+from .diff import KINDS, PAST, Action, BundleDiff, Change, Kind, LoadSummary, Write
 
 
 # --- entry points --------------------------------------------------------------------------------
@@ -190,7 +59,7 @@ def plan_load(engine: sa.Engine | sa.Connection, bundle: Bundle) -> BundleDiff:
 def apply_load(engine: sa.Engine | sa.Connection, diff: BundleDiff) -> LoadSummary:
     """Write ``diff`` in one transaction (the caller's, when given a connection)."""
     with _transaction(engine) as conn:
-        batch: list[_Write] = []
+        batch: list[Write] = []
         for write in (w for c in diff.changes for w in c.writes):
             if batch and not (write.op == "insert" == batch[0].op and write.table is batch[0].table):
                 _execute(conn, batch)
@@ -198,11 +67,11 @@ def apply_load(engine: sa.Engine | sa.Connection, diff: BundleDiff) -> LoadSumma
             batch.append(write)
         if batch:
             _execute(conn, batch)
-    counts = {kind: {_PAST[a]: n for a, n in by_action.items()} for kind, by_action in diff.counts().items()}
+    counts = {kind: {PAST[a]: n for a, n in by_action.items()} for kind, by_action in diff.counts().items()}
     return LoadSummary(diff.file, counts, diff.new_versions(), diff.kept())
 
 
-def _execute(conn: sa.Connection, batch: list[_Write]) -> None:
+def _execute(conn: sa.Connection, batch: list[Write]) -> None:
     """Run a batch: consecutive inserts into one table go together; others one by one."""
     first = batch[0]
     if first.op == "insert":
@@ -348,25 +217,25 @@ class _Planner:
             self._kept_rows(team.id, {s.key for s in team.suites}, {c.key for c in team.cases})
         return BundleDiff(self.bundle.file, tuple(c for kind in KINDS for c in self.changes[kind]))
 
-    def _add(self, kind: Kind, action: Action, label: str, *writes: _Write, **extra: Any) -> None:
+    def _add(self, kind: Kind, action: Action, label: str, *writes: Write, **extra: Any) -> None:
         self.changes[kind].append(Change(kind, action, label, writes=writes, **extra))
 
     def _editable(
         self, kind: Kind, label: str, table: sa.Table, key: dict[str, Any], new: dict[str, Any],
         fields: dict[str, tuple[Any, Any]], exists: bool, update: dict[str, Any] | None = None,
-        extra: tuple[_Write, ...] = (), ref: tuple[tuple[str, str], ...] = (),
+        extra: tuple[Write, ...] = (), ref: tuple[tuple[str, str], ...] = (),
     ) -> None:  # fmt: skip
         """Editable rows: insert ``new`` when absent; else, when a (stored, wanted) pair of ``fields`` differs,
         update with ``update`` (default: the changed fields of ``new``). ``extra`` goes with an insert or update."""
         if not exists:
-            self._add(kind, "create", label, _Write(table, "insert", new), *extra, ref=ref)
+            self._add(kind, "create", label, Write(table, "insert", new), *extra, ref=ref)
             return
         changed = tuple(name for name, (stored, wanted) in fields.items() if stored != wanted)
         if not changed:
             self._add(kind, "unchanged", label, ref=ref)
             return
         values = update if update is not None else {f: new[f] for f in changed}
-        self._add(kind, "update", label, _Write(table, "update", values, key), *extra, fields=changed, ref=ref)
+        self._add(kind, "update", label, Write(table, "update", values, key), *extra, fields=changed, ref=ref)
 
     def _case(self, team_id: str, case: CaseDef) -> str:
         content = case.content()
@@ -403,12 +272,12 @@ class _Planner:
             "cases": (stored_members, members),
         }  # fmt: skip
         inserts = [
-            _Write(t.suite_cases, "insert", {"suite_id": suite_id, "case_id": c, "position": p}) for c, p in members
+            Write(t.suite_cases, "insert", {"suite_id": suite_id, "case_id": c, "position": p}) for c, p in members
         ]
         if row is None:
             membership = tuple(inserts)
         elif stored_members != members:  # replaced as a whole, so positions always match the bundle
-            membership = (_Write(t.suite_cases, "delete", key={"suite_id": suite_id}), *inserts)
+            membership = (Write(t.suite_cases, "delete", key={"suite_id": suite_id}), *inserts)
         else:
             membership = ()
         self._editable("suites", f"suite {team_id}/{suite.key}", t.suites, {"suite_id": suite_id}, new, fields,
@@ -454,7 +323,7 @@ class _Planner:
             return
         row = {id_column: new_id(), **values, "version": version + 1, hash_column: h, "created_at": self.now}
         self._add(
-            kind, "new_version" if version else "create", label, _Write(table, "insert", row), version=version + 1,
+            kind, "new_version" if version else "create", label, Write(table, "insert", row), version=version + 1,
             ref=ref,
         )
 
@@ -465,4 +334,4 @@ class _Planner:
                     self._add(kind, "kept", f"{kind[:-1]} {team}/{key}")
 
 
-__all__ = ["ACTIONS", "KINDS", "BundleDiff", "Change", "LoadSummary", "apply_load", "load_bundle", "plan_load"]
+__all__ = ["BundleDiff", "Change", "LoadSummary", "apply_load", "load_bundle", "plan_load"]

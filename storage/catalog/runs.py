@@ -8,6 +8,7 @@ resolve stops the run before any runner is called.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -75,6 +76,17 @@ def suite_assertion_keys(conn: sa.Connection, suite_id: str) -> set[str]:
     case_ids = sa.select(sc.c.case_id).where(sc.c.suite_id == suite_id)
     q = sa.select(a.c.assertion_key).where(sa.or_(a.c.suite_id == suite_id, a.c.case_id.in_(case_ids))).distinct()
     return set(conn.execute(q).scalars())
+
+
+def finalised_runs(conn: sa.Connection, suite_id: str, run_ids: Sequence[str] | None = None) -> list[sa.Row]:
+    """The suite's finalised runs (all, or those of ``run_ids``), oldest first: id, created_at, team, lake date."""
+    r = t.runs
+    q = sa.select(r.c.run_id, r.c.created_at, r.c.team_id, r.c.lake_date).where(
+        r.c.suite_id == suite_id, r.c.finalised_at.is_not(None)
+    )
+    if run_ids is not None:
+        q = q.where(r.c.run_id.in_(list(run_ids)))
+    return list(conn.execute(q.order_by(r.c.created_at)))
 
 
 def current_criteria(conn: sa.Connection, suite_id: str) -> list[sa.Row]:

@@ -50,6 +50,19 @@ def _created() -> sa.Column:
     return sa.Column("created_at", UtcDateTime(), nullable=False, default=_now)
 
 
+def _editable(id_column: str, key_column: str) -> list[sa.Column]:
+    """The id, owning team and team-unique key of a definition a team edits (a case, a suite)."""
+    return [
+        sa.Column(id_column, sa.String(32), primary_key=True),
+        sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
+        sa.Column(key_column, sa.String(64), nullable=False),
+    ]
+
+
+def _stamps() -> list[sa.Column]:
+    return [_created(), sa.Column("updated_at", UtcDateTime(), nullable=False, default=_now)]
+
+
 teams = sa.Table(
     "teams",
     metadata,
@@ -69,30 +82,24 @@ consumers = sa.Table(
 cases = sa.Table(
     "cases",
     metadata,
-    sa.Column("case_id", sa.String(32), primary_key=True),
-    sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
-    sa.Column("case_key", sa.String(64), nullable=False),
+    *_editable("case_id", "case_key"),
     sa.Column("title", sa.Text, nullable=False),
     sa.Column("content", sa.JSON, nullable=False),
     sa.Column("content_hash", sa.String(64), nullable=False),
     sa.Column("source_recipe_id", sa.String(64), nullable=True),
-    _created(),
-    sa.Column("updated_at", UtcDateTime(), nullable=False, default=_now),
+    *_stamps(),
     sa.UniqueConstraint("team_id", "case_key", name="uq_cases_team_key"),
 )
 
 suites = sa.Table(
     "suites",
     metadata,
-    sa.Column("suite_id", sa.String(32), primary_key=True),
-    sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
-    sa.Column("suite_key", sa.String(64), nullable=False),
+    *_editable("suite_id", "suite_key"),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("target_kind", sa.String(16), nullable=False),
     sa.Column("target", sa.JSON, nullable=False),
     sa.Column("target_hash", sa.String(64), nullable=False),
-    _created(),
-    sa.Column("updated_at", UtcDateTime(), nullable=False, default=_now),
+    *_stamps(),
     sa.UniqueConstraint("team_id", "suite_key", name="uq_suites_team_key"),
     sa.CheckConstraint("target_kind IN ('config', 'call_set')", name="target_kind"),
 )

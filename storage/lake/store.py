@@ -52,7 +52,8 @@ class Lake:
         self.root = self.root.rstrip("/")
         self.tables: Mapping[str, LakeTable] = TABLES if tables is None else tables
         self.local = isinstance(self.fs, LocalFileSystem)
-        self._checked: set[str] = set()
+        self._versions: dict[str, int] = {}
+        """Schema version of every file checked so far (each file is read for it once)."""
 
     @classmethod
     def from_settings(cls, settings: "Settings") -> "Lake":
@@ -85,7 +86,7 @@ class Lake:
             sink = pa.BufferOutputStream()
             pq.write_table(arrow, sink, compression="zstd")
             self.fs.pipe_file(final, sink.getvalue().to_pybytes())
-        self._checked.add(final)
+        self._versions[final] = t.version
         return self._address(final)
 
     def _publish_local(self, arrow: pa.Table, final: str) -> None:
@@ -104,6 +105,16 @@ class Lake:
         """Every published file of ``table`` (URLs off the local disk), sorted, each version-checked."""
         return [self._address(p) for p in self._published(self.table(table))]
 
+    def files_by_version(self, table: str) -> dict[int, list[str]]:
+        """:meth:`files`, grouped by each file's schema version (oldest first)."""
+        return {v: [self._address(p) for p in paths] for v, paths in self._by_version(self.table(table)).items()}
+
+    def _by_version(self, t: LakeTable) -> dict[int, list[str]]:
+        grouped: dict[int, list[str]] = {}
+        for path in self._published(t):
+            grouped.setdefault(self._versions[path], []).append(path)
+        return dict(sorted(grouped.items()))
+
     def _published(self, t: LakeTable) -> list[str]:
         """Filesystem paths of ``t``'s files; each is version-checked once per Lake instance."""
         base = f"{self.root}/{t.name}"
@@ -114,29 +125,38 @@ class Lake:
         for path in found:
             if not _PART.fullmatch(path[len(base) + 1 :]):
                 raise EvidenceError(f"{self._address(path)}: not a lake file path (<table>/team_id=/date=/part-<hex>)")
-            if path not in self._checked:
-                self._check_version(t, path)
-                self._checked.add(path)
+            if path not in self._versions:
+                self._versions[path] = self._check_version(t, path)
         return found
 
-    def _check_version(self, t: LakeTable, path: str) -> None:
+    def _check_version(self, t: LakeTable, path: str) -> int:
+        """The file's schema version, once checked to be one ``t`` reads, with that version's columns."""
         schema = pq.read_schema(path, filesystem=None if self.local else self.fs)
         meta = schema.metadata or {}
         where = self._address(path)
-        version = meta.get(VERSION_KEY, b"").decode()
-        if version != str(t.version):
-            raise SchemaVersionError(where, version or None, [t.version])
+        found = meta.get(VERSION_KEY, b"").decode()
+        known = t.known_versions
+        if found not in {str(v) for v in known}:
+            raise SchemaVersionError(where, found or None, known)
+        version = int(found)
         if meta.get(TABLE_KEY) != t.name.encode():
             raise EvidenceError(f"{where}: file claims table {meta.get(TABLE_KEY)!r}, expected {t.name!r}")
-        if not schema.remove_metadata().equals(t.arrow_schema):
-            raise EvidenceError(f"{where}: columns differ from {t.name} v{t.version}: {schema.names}")
+        if not schema.remove_metadata().equals(t.file_schema(version)):
+            raise EvidenceError(f"{where}: columns differ from {t.name} v{version}: {schema.names}")
+        return version
 
     def scan(self, table: str) -> pl.LazyFrame:
         """All rows of ``table``, partition columns added as strings, one row per natural key."""
         t = self.table(table)
-        files = self._published(t)
-        if not files:
+        by_version = self._by_version(t)
+        if not by_version:
             return pl.LazyFrame(schema=pl.from_arrow(t.read_schema.empty_table()).schema)  # type: ignore[union-attr]
+        lf = pl.concat([self._scan_version(t, v, paths) for v, paths in by_version.items()], how="vertical")
+        first = pl.col(FILE_COLUMN).sort_by(t.first_by, FILE_COLUMN).first().over(t.natural_key)
+        return lf.filter(pl.col(FILE_COLUMN) == first).select(t.read_schema.names)
+
+    def _scan_version(self, t: LakeTable, version: int, files: list[str]) -> pl.LazyFrame:
+        """Files of one schema version, read as the current version (columns added since filled in)."""
         if self.local:
             lf = pl.scan_parquet(
                 files,
@@ -146,12 +166,16 @@ class Lake:
                 include_file_paths=FILE_COLUMN,
             )
         else:
-            lf = pl.from_arrow(pa.concat_tables(self._read_remote(t, f) for f in files)).lazy()  # type: ignore[union-attr]
-        first = pl.col(FILE_COLUMN).sort_by(t.first_by, FILE_COLUMN).first().over(t.natural_key)
-        return lf.filter(pl.col(FILE_COLUMN) == first).select(t.read_schema.names)
+            tables = (self._read_remote(t, version, f) for f in files)
+            lf = pl.from_arrow(pa.concat_tables(tables)).lazy()  # type: ignore[union-attr]
+        added = t.added_since(version)
+        if added:
+            dtypes = pl.from_arrow(pa.schema([(n, typ) for n, (_, typ) in added.items()]).empty_table()).schema  # type: ignore[union-attr]
+            lf = lf.with_columns(pl.lit(value, dtypes[name]).alias(name) for name, (value, _) in added.items())
+        return lf.select([*t.read_schema.names, FILE_COLUMN])
 
-    def _read_remote(self, t: LakeTable, path: str) -> pa.Table:
-        arrow = pq.read_table(path, filesystem=self.fs, schema=t.arrow_schema)
+    def _read_remote(self, t: LakeTable, version: int, path: str) -> pa.Table:
+        arrow = pq.read_table(path, filesystem=self.fs, schema=t.file_schema(version))
         parts = _PART.search(path)
         assert parts is not None  # files() checked the layout
         for name, value in [*zip(PARTITIONS, parts.groups()), (FILE_COLUMN, self._address(path))]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandera.polars as pa_pl
 import polars as pl
@@ -24,8 +25,19 @@ PARTITIONS: tuple[str, ...] = ("team_id", "date")
 
 
 @dataclass(frozen=True)
+class OlderVersion:
+    """A schema version of a table that this build still reads, and how its rows read today."""
+
+    version: int
+    arrow_schema: pa.Schema
+    """The columns inside a file of this version."""
+    added: Mapping[str, Any]
+    """Columns added since this version, with the value every row of such a file reads as."""
+
+
+@dataclass(frozen=True)
 class LakeTable:
-    """One lake table at the schema version this build writes (and, for now, the only one it reads)."""
+    """One lake table at the schema version this build writes, and the older versions it still reads."""
 
     name: str
     version: int
@@ -38,6 +50,26 @@ class LakeTable:
     """Checked on every write; a failure writes nothing."""
     first_by: str = "reported_at"
     """Among rows sharing a natural key, readers keep the one with the smallest value here."""
+    older: tuple[OlderVersion, ...] = ()
+    """Versions written by earlier builds that readers still accept (each has a golden file in the tests)."""
+
+    @property
+    def known_versions(self) -> list[int]:
+        """Every schema version readers accept, oldest first."""
+        return sorted([*(o.version for o in self.older), self.version])
+
+    def file_schema(self, version: int) -> pa.Schema:
+        """The columns inside a file of ``version``."""
+        return self.arrow_schema if version == self.version else self._older(version).arrow_schema
+
+    def added_since(self, version: int) -> dict[str, tuple[Any, pa.DataType]]:
+        """Columns a file of ``version`` lacks, each with the value and type its rows read as."""
+        if version == self.version:
+            return {}
+        return {name: (value, self.arrow_schema.field(name).type) for name, value in self._older(version).added.items()}
+
+    def _older(self, version: int) -> OlderVersion:
+        return next(o for o in self.older if o.version == version)
 
     @property
     def read_schema(self) -> pa.Schema:
@@ -80,6 +112,7 @@ def lake_table(
     checks: Mapping[str, Sequence[pa_pl.Check]] | None = None,
     frame_checks: Sequence[pa_pl.Check] = (),
     first_by: str = "reported_at",
+    older: Sequence[OlderVersion] = (),
 ) -> LakeTable:
     """Build a :class:`LakeTable` whose pandera schema follows ``arrow_schema`` (dtypes, nullability).
 
@@ -99,7 +132,10 @@ def lake_table(
     schema = pa_pl.DataFrameSchema(
         columns, checks=list(frame_checks), unique=list(natural_key), strict=True, name=name
     )
-    return LakeTable(name, version, arrow_schema, tuple(natural_key), schema, first_by)
+    for old in older:
+        if set(old.arrow_schema.names) | set(old.added) != set(arrow_schema.names):
+            raise ValueError(f"lake table {name!r} v{old.version}: its columns plus `added` must be v{version}'s columns")
+    return LakeTable(name, version, arrow_schema, tuple(natural_key), schema, first_by, tuple(older))
 
 
 def conform(t: LakeTable, data: pl.DataFrame | pa.Table) -> pa.Table:
@@ -243,26 +279,30 @@ OUTCOMES = lake_table(
     first_by="judged_at",
 )
 
+_RESULT_FIELDS = [
+    *map(_str, ["result_id", "outcome_id", "run_id", "case_run_id", "case_key"]),
+    *map(_str, ["assertion_id", "assertion_key"]),
+    pa.field("assertion_version", pa.int32(), nullable=False),
+    _str("mechanism"),
+    pa.field("met", pa.bool_()),
+    pa.field("value", pa.float64()),
+    pa.field("reason", pa.string()),
+    _str("evaluator"),
+    _JUDGED_AT,
+]
+
 ASSERTION_RESULTS = lake_table(
     "assertion_results",
-    1,
-    pa.schema(
-        [
-            *map(_str, ["result_id", "outcome_id", "run_id", "case_run_id", "case_key"]),
-            *map(_str, ["assertion_id", "assertion_key"]),
-            pa.field("assertion_version", pa.int32(), nullable=False),
-            _str("mechanism"),
-            ("met", pa.bool_()),
-            ("value", pa.float64()),
-            ("reason", pa.string()),
-            _str("evaluator"),
-            _JUDGED_AT,
-        ]
-    ),
+    2,
+    pa.schema([*_RESULT_FIELDS, pa.field("evaluator_version", pa.int32(), nullable=False)]),
     natural_key=["result_id"],
     first_by="judged_at",
+    # v1 had no evaluator_version: every evaluator of that build was at version 1.
+    older=[OlderVersion(1, pa.schema(_RESULT_FIELDS), {"evaluator_version": 1})],
 )
-"""The atom: one row per (outcome, assertion version); ``result_id`` is derived from that pair."""
+"""The atom: one row per (outcome, assertion version); ``result_id`` is derived from that pair.
+``evaluator_version`` is the version of the mechanism's evaluator that produced (or first produced, when
+carried forward) the result: a fixed evaluator bumps it, and re-judging then re-evaluates its results."""
 
 VERDICTS = lake_table(
     "verdicts",

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from assay.adapters.runners import ConfigCheckRunner
 from assay.adapters.runners.config_check import config_problems
+from assay.core.compiled import PLACEHOLDER, CompiledConfig
 from assay.core.errors import RunnerError
 from assay.core.evidence import Report, case_run_schema, evaluation_schema
 from assay.core.mechanisms import MECHANISMS
@@ -91,6 +92,38 @@ def test_several_problems_are_all_named() -> None:
     assert any(p.startswith("config.prompt") for p in problems) and any(p.startswith("config.tools") for p in problems)
 
 
+def test_each_problem_is_worded_exactly_in_field_order() -> None:
+    config = {"prompt": "  ", "variables": None, "first_message": 5,
+              "tools": [{"name": "a"}, "t", {"description": 3}, {"name": "a", "description": None}, {"name": " "}]}
+    assert config_problems({"config": config}) == [
+        "config.name: missing; a non-empty string is required",
+        "config.prompt: expected a non-empty string, got a string",
+        "config.variables: expected an object of name -> value, got null",
+        "config.first_message: expected a string, got a number",
+        "config.tools[1]: expected an object with a name, got a string",
+        "config.tools[2].name: expected a non-empty string, got null",
+        "config.tools[2].description: expected a string, got a number",
+        "config.tools[3].name: 'a' is attached twice; tool names must be unique",
+        "config.tools[3].description: expected a string, got null",
+        "config.tools[4].name: expected a non-empty string, got a string",
+    ]
+    assert config_problems({"config": {**CONFIG, "tools": {}}}) == ["config.tools: expected a list of tools, got an object"]
+    assert config_problems({"config": [CONFIG]}) == [
+        "config: expected an object with name, prompt, variables and tools, got a list"]
+    assert config_problems({"config": {**CONFIG, "first_message": None, "model": {"any": "thing"}}}) == []
+
+
+def test_the_model_reads_a_well_formed_config_keeping_every_key() -> None:
+    config = json.loads(DEMO_CONFIG.read_text())
+    model = CompiledConfig.model_validate(config)
+    assert model.model_dump(exclude_unset=True) == config
+    assert model.tools[0].name == "check_service_area" and model.tools[0].model_extra["parameters"]["required"] == ["zip"]
+    with pytest.raises(ValidationError, match="'a' is attached twice"):
+        CompiledConfig.model_validate({**CONFIG, "tools": [{"name": "a"}, {"name": "a"}]})
+    with pytest.raises(ValidationError):
+        CompiledConfig.model_validate({**CONFIG, "name": " "})
+
+
 def test_secrets_in_the_config_are_redacted_in_the_artefact() -> None:
     config = {**CONFIG, "server": {"url": "https://hooks.example.invalid", "secret": "hook-secret"},
               "tools": [{"name": "t", "server": {"headers": {"Authorization": "Bearer abcdefghijklmnop"}}}]}
@@ -131,7 +164,7 @@ def test_the_demo_config_is_well_formed_and_leaves_one_placeholder_unresolved() 
     config = json.loads(DEMO_CONFIG.read_text())
     assert config_problems({"config": config}) == []
     assert 10 <= len(config["prompt"].splitlines()) <= 20
-    placeholders = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", config["prompt"] + config.get("first_message", "")))
+    placeholders = set(PLACEHOLDER.findall(config["prompt"] + config.get("first_message", "")))
     assert placeholders - set(config["variables"]) == {"after_hours_fee"}
     assert {t["name"] for t in config["tools"]} == {"check_service_area", "book_appointment", "transfer_to_dispatcher"}
     assert "service area" in config["prompt"] and "referral" in config["prompt"]

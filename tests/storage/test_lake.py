@@ -197,7 +197,7 @@ def test_a_file_of_an_unknown_or_missing_version_is_refused(lake: Lake, metadata
     path = _plant(lake, "case_runs", rows.replace_schema_metadata(metadata))
     with pytest.raises(SchemaVersionError) as info:
         lake.scan("case_runs")
-    assert info.value.where == path and info.value.known == [1]
+    assert info.value.where == path and info.value.known == TABLES["case_runs"].known_versions
     assert info.value.found == ("99" if b"assay.schema_version" in metadata else None)
     with pytest.raises(SchemaVersionError):
         connect(lake)
@@ -208,10 +208,17 @@ def test_a_file_of_an_unknown_or_missing_version_is_refused(lake: Lake, metadata
 #   lake.write("runner_evaluations", evaluations(2), team_id="golden", date="2024-05-06")
 # (outcomes, assertion_results, verdicts: two hand-written rows each, ids oc-/ar-/vd-0 and 1, at T0)
 # and copying each written file to tests/storage/golden/<table>.v1.parquet. Never regenerate them:
-# they stand for files already in users' lakes. A new version gets a new golden file next to them.
-@pytest.mark.parametrize("table", sorted(TABLES))
-def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str) -> None:
-    version = TABLES[table].version
+# they stand for files already in users' lakes. A new version gets a new golden file next to them:
+# assertion_results.v2 is the v1 rows plus evaluator_version 1 and 2, written by Lake.write.
+KNOWN = [(table, version) for table in sorted(TABLES) for version in TABLES[table].known_versions]
+
+
+def test_every_known_version_has_a_golden_file() -> None:
+    assert {p.name for p in GOLDEN.glob("*.parquet")} == {f"{t}.v{v}.parquet" for t, v in KNOWN}
+
+
+@pytest.mark.parametrize(("table", "version"), KNOWN)
+def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str, version: int) -> None:
     golden = GOLDEN / f"{table}.v{version}.parquet"
     dest = Path(lake.root, table, "team_id=golden", "date=2024-05-06", f"part-{'0' * 32}.parquet")
     dest.parent.mkdir(parents=True)
@@ -225,6 +232,7 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str) 
         assert got["verdict_id"].to_list() == ["vd-0", "vd-1"] and got["verdict"].to_list() == ["pass", "error"]
     elif table == "assertion_results":
         assert got["result_id"].to_list() == ["ar-0", "ar-1"] and got["met"].to_list() == [True, None]
+        assert got["evaluator_version"].to_list() == ([1, 1] if version == 1 else [1, 2])
     elif table == "case_runs":
         assert got["case_run_id"].to_list() == ["cr-0", "cr-1"]
         assert got["transcript"][1].to_list()[1] == {"role": "agent", "text": "hi ✓", "t": 1.5}
@@ -232,6 +240,21 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str) 
     else:
         assert got["evaluation_id"].to_list() == ["ev-0", "ev-1"] and got["score"].to_list() == [0.5, 0.5]
     assert connect(lake).sql(f"select count(*) from {table}").fetchall() == [(2,)]
+
+
+def test_files_of_an_older_and_the_current_version_read_as_one_table(lake: Lake) -> None:
+    dest = Path(lake.root, "assertion_results", "team_id=golden", "date=2024-05-06", f"part-{'0' * 32}.parquet")
+    dest.parent.mkdir(parents=True)
+    shutil.copy(GOLDEN / "assertion_results.v1.parquet", dest)
+    current = pl.read_parquet(GOLDEN / "assertion_results.v2.parquet").with_columns(
+        result_id=pl.Series(["ar-2", "ar-3"]), evaluator_version=pl.Series([3, 4], dtype=pl.Int32)
+    )
+    lake.write("assertion_results", current, team_id="golden", date="2024-05-07")
+    got = lake.scan("assertion_results").collect().sort("result_id")
+    assert got["evaluator_version"].to_list() == [1, 1, 3, 4]
+    assert got["date"].to_list() == ["2024-05-06"] * 2 + ["2024-05-07"] * 2
+    view = connect(lake).sql("select result_id, evaluator_version from assertion_results order by result_id")
+    assert view.fetchall() == [("ar-0", 1), ("ar-1", 1), ("ar-2", 3), ("ar-3", 4)]
 
 
 def test_a_torn_write_is_never_visible(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:

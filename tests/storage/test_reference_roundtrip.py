@@ -30,14 +30,11 @@ REFERENCE: LakeTable = lake_table(
         [
             pa.field("key", pa.string(), nullable=False),
             pa.field("reported_at", pa.timestamp("us", tz="UTC"), nullable=False),
-            ("text", pa.string()),
-            ("big", pa.string()),
-            ("number", pa.float64()),
-            ("count", pa.int64()),
-            ("flag", pa.bool_()),
-            ("at", pa.timestamp("us", tz="UTC")),
-            ("transcript", _CORE.field("transcript").type),
-            ("tool_calls", _CORE.field("tool_calls").type),
+            *(pa.field(name, kind) for name, kind in {
+                "text": pa.string(), "big": pa.string(), "number": pa.float64(), "count": pa.int64(),
+                "flag": pa.bool_(), "at": pa.timestamp("us", tz="UTC"),
+                "transcript": _CORE.field("transcript").type, "tool_calls": _CORE.field("tool_calls").type,
+            }.items()),
         ]
     ),
     natural_key=["key"],

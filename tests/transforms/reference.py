@@ -1,8 +1,10 @@
-"""The same judging as :mod:`.judge`, one assignment at a time in plain Python.
+"""The same judging as :func:`assay.transforms.judge.evaluate`, one assignment at a time in plain Python.
 
-This is the oracle for the differential test and the baseline of the judging benchmark: every rule
-is written out with ``json.loads``, ``re`` and loops, independently of the Polars implementation,
-and the two must agree exactly (same met, value, reason and evaluator for every row).
+This is the oracle of the differential test (``test_judge_differential.py``) and the baseline of the
+judging benchmark (``bench/judging.py``, which puts this folder on ``sys.path``): every rule is written
+out with ``json.loads``, ``re`` and loops, independently of the Polars implementation, and the two must
+agree exactly (same met, value, reason and evaluator for every row). Only the reading of a compiled
+artefact is shared (:func:`assay.core.compiled.read_artefact`: plain Python in both).
 
 Case-insensitive matching is ``re.IGNORECASE`` here and ``(?i)`` in Polars: both are Unicode simple
 case folding. Known engine differences this cannot see (kept out of the differential test's data):
@@ -22,24 +24,19 @@ from typing import Any
 
 import polars as pl
 
+from assay.core.compiled import read_artefact
 from assay.core.mechanisms import MECHANISMS
+from assay.transforms.judge import RESULT_SCHEMA
+from assay.transforms.mechanisms.rubric import AWAITING_JUDGE, NO_JUDGE
 
-NO_JUDGE = "no judge configured: set ASSAY_JUDGE_BASE_URL and ASSAY_JUDGE_MODEL"
 NO_TRANSCRIPT = "the case run recorded no transcript"
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
-RESULT_SCHEMA = {"met": pl.Boolean, "value": pl.Float64, "reason": pl.String, "evaluator": pl.String}
 
 Result = tuple[bool | None, float | None, str | None, str]
 
 
-def evaluate_rowwise(
-    case_runs: pl.DataFrame,
-    evaluations: pl.DataFrame,
-    assignments: pl.DataFrame,
-    supported: Mapping[str, frozenset[str]],
-    judge: str | None = None,
-) -> pl.DataFrame:
-    """One row per assignment: its columns plus ``met``, ``value``, ``reason``, ``evaluator``."""
+def evaluate_rowwise(case_runs: pl.DataFrame, evaluations: pl.DataFrame, assignments: pl.DataFrame,
+                     supported: Mapping[str, frozenset[str]], judge: str | None = None) -> pl.DataFrame:
+    """What :func:`assay.transforms.judge.evaluate` returns (same arguments), one row at a time."""
     runs: dict[str, dict[str, Any]] = {}
     for run in case_runs.iter_rows(named=True):
         if run["case_run_id"] in runs:
@@ -86,7 +83,7 @@ def judge_one(
         return vendor(p, evals.get((a["case_run_id"], p["name"]), []))
     if judge is None:
         return None, None, NO_JUDGE, "assay:judge"
-    return None, None, "awaiting the judge", f"assay:judge:{judge}"
+    return None, None, AWAITING_JUDGE, f"assay:judge:{judge}"
 
 
 def number(x: float) -> str:
@@ -101,82 +98,49 @@ def finite(x: float | None) -> float | None:
 
 def structural(mechanism: str, p: dict[str, Any], artefact: str | None) -> Result:
     ev = "assay:structural"
-    if artefact is None:
-        return None, None, "the case run has no compiled artefact", ev
-
-    def no_constants(name: str) -> Any:
-        raise ValueError(name)
-
-    try:
-        config = json.loads(artefact, parse_constant=no_constants)
-    except ValueError:
-        config = None
-    if not isinstance(config, dict):
-        return None, None, "the compiled artefact is not a JSON object", ev
-
+    parts = read_artefact(artefact)
     if mechanism == "structural.tool_attached":
-        tools = config.get("tools")
-        if tools is None:
-            tools = []
-        if not isinstance(tools, list):
-            return None, None, "the compiled artefact's tools are not a list", ev
-        names = []
-        for t in tools:
-            if isinstance(t, dict) and isinstance(t.get("name"), str):
-                names.append(t["name"])
-        if p["tool"] in names:
+        if parts.tools_problem:
+            return None, None, parts.tools_problem, ev
+        if p["tool"] in parts.tools:
             return True, None, None, ev
-        return False, None, f'no tool named "{p["tool"]}" is attached; attached: {", ".join(names) or "none"}', ev
-
-    prompt = config.get("prompt")
-    if not isinstance(prompt, str):
-        return None, None, "the compiled artefact has no prompt", ev
+        return False, None, f'no tool named "{p["tool"]}" is attached; attached: {", ".join(parts.tools) or "none"}', ev
     if mechanism == "structural.clause_present":
+        if parts.prompt_problem:
+            return None, None, parts.prompt_problem, ev
         clause = p["clause"]
         if p.get("case_insensitive", False):
-            found = re.search(re.escape(clause), prompt, re.IGNORECASE) is not None
+            found = re.search(re.escape(clause), parts.prompt, re.IGNORECASE) is not None
         else:
-            found = clause in prompt
+            found = clause in parts.prompt
         if found:
             return True, None, None, ev
         case = " (ignoring case)" if p.get("case_insensitive", False) else ""
         return False, None, f'the compiled prompt does not contain the clause "{clause}"{case}', ev
-
-    variables = config.get("variables")
-    if variables is None:
-        variables = {}
-    if not isinstance(variables, dict):
-        return None, None, "the compiled artefact's variables are not an object", ev
-    unresolved: list[str] = []
-    for match in PLACEHOLDER.finditer(prompt):
-        name = match.group(1)
-        value = variables.get(name)
-        empty = value is None or (isinstance(value, (str, list, dict)) and len(value) == 0)
-        if empty and name not in unresolved:
-            unresolved.append(name)
-    if not unresolved:
+    if parts.variables_problem:
+        return None, None, parts.variables_problem, ev
+    if not parts.unresolved:
         return True, 0.0, None, ev
-    return False, float(len(unresolved)), "unresolved variables: " + ", ".join(unresolved), ev
+    return False, float(len(parts.unresolved)), "unresolved variables: " + ", ".join(parts.unresolved), ev
 
 
 # --------------------------------------------------------------------------------------- transcript
 
 def transcript(mechanism: str, p: dict[str, Any], run: dict[str, Any]) -> Result:
     ev = "assay:transcript"
-    if mechanism == "transcript.max_latency":
-        took = finite(run["duration_ms"])
-        if took is None:
-            return None, None, "the case run recorded no duration", ev
-        if took <= p["max_ms"]:
-            return True, took, None, ev
-        return False, took, f"the case run took longer than {number(p['max_ms'])} ms", ev
-    if mechanism == "transcript.max_cost":
-        cost = finite(run["cost_usd"])
-        if cost is None:
-            return None, None, "the case run recorded no cost", ev
-        if cost <= p["max_usd"]:
-            return True, cost, None, ev
-        return False, cost, f"the case run cost more than {number(p['max_usd'])} USD", ev
+    caps = {  # mechanism -> (measured, cap, reason when not recorded, reason when over the cap)
+        "transcript.max_latency": ("duration_ms", "max_ms", "the case run recorded no duration",
+                                   "the case run took longer than {} ms"),
+        "transcript.max_cost": ("cost_usd", "max_usd", "the case run recorded no cost", "the case run cost more than {} USD"),
+    }
+    if mechanism in caps:
+        column, cap, missing, over = caps[mechanism]
+        measured = finite(run[column])
+        if measured is None:
+            return None, None, missing, ev
+        if measured <= p[cap]:
+            return True, measured, None, ev
+        return False, measured, over.format(number(p[cap])), ev
 
     turns = run["transcript"]
     if turns is None:

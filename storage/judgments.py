@@ -1,0 +1,77 @@
+"""Writing what judging concluded into the lake: a pass's outcomes with their atoms, and re-scored verdicts.
+
+Ids are minted here, from natural keys: an outcome is (pass, case run), an atom (outcome, assertion
+version), a materialised verdict (run, consumer, criteria spec). Each write is partitioned by the
+team and date of the run it belongs to.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import polars as pl
+
+from assay.core.ids import new_id, stable_id
+
+from .lake import Lake
+
+__all__ = ["write_pass", "write_verdicts"]
+
+OUTCOME_KEYS = ("case_run_id", "run_id", "case_key", "team_id", "date", "evaluated", "carried")
+"""What :func:`write_pass` needs to know of each case run that gets an outcome."""
+
+
+def _ids(*columns: pl.Series) -> pl.Series:
+    return pl.Series([stable_id(*parts) for parts in zip(*columns, strict=True)], dtype=pl.String)
+
+
+def _partitions(frame: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
+    return frame.partition_by("team_id", "date", as_dict=True)  # type: ignore[return-value]
+
+
+def write_pass(
+    lake: Lake, outcomes: pl.DataFrame, results: pl.DataFrame, *, trigger: str, judge: str | None
+) -> int:
+    """Write one judging pass: an outcome per row of ``outcomes``, with the ``results`` of its case run.
+
+    ``outcomes`` has :data:`OUTCOME_KEYS`; ``results`` one row per (case run, assertion version) with the
+    assertion columns and met, value, reason, evaluator, evaluator_version. Results of case runs
+    without an outcome row are not written. Returns the number of outcomes written.
+    """
+    now = pl.lit(datetime.now(UTC)).dt.cast_time_unit("us")
+    pass_id = new_id()
+    outcomes = outcomes.select(OUTCOME_KEYS).with_columns(
+        outcome_id=_ids(pl.Series([pass_id] * outcomes.height), outcomes["case_run_id"])
+    )
+    atoms = results.join(outcomes.select("case_run_id", "outcome_id", "run_id", "case_key", "team_id", "date"),
+                         on="case_run_id")
+    atoms = atoms.with_columns(result_id=_ids(atoms["outcome_id"], atoms["assertion_id"]), judged_at=now)
+    outcomes = outcomes.with_columns(
+        pass_id=pl.lit(pass_id), trigger=pl.lit(trigger), judged_at=now, judge=pl.lit(judge, dtype=pl.String)
+    )
+    result_columns = lake.table("assertion_results").arrow_schema.names
+    outcome_columns = lake.table("outcomes").arrow_schema.names
+    for (team, date), part in _partitions(outcomes).items():
+        lake.write("outcomes", part.select(outcome_columns), team_id=team, date=date)
+        mine = atoms.filter(pl.col("team_id") == team, pl.col("date") == date)
+        if mine.height:
+            lake.write("assertion_results", mine.select(result_columns), team_id=team, date=date)
+    return outcomes.height
+
+
+def write_verdicts(
+    lake: Lake, verdicts: pl.DataFrame, *, suite_id: str, consumer: str, criteria: str, spec_hash: str
+) -> None:
+    """Append re-scored verdicts to the ``verdicts`` table (idempotent per run, consumer and spec).
+
+    ``verdicts`` has one row per run: run_id, team_id, date, verdict, reason, counted, met, nulls.
+    ``criteria`` labels the spec (``v3``, ``candidate``); ``spec_hash`` identifies it.
+    """
+    frame = verdicts.with_columns(
+        verdict_id=_ids(verdicts["run_id"], pl.Series([consumer] * verdicts.height), pl.Series([spec_hash] * verdicts.height)),
+        suite_id=pl.lit(suite_id), consumer_key=pl.lit(consumer), criteria=pl.lit(criteria),
+        spec_hash=pl.lit(spec_hash), computed_at=pl.lit(datetime.now(UTC)).dt.cast_time_unit("us"),
+    )
+    columns = lake.table("verdicts").arrow_schema.names
+    for (team, date), part in _partitions(frame).items():
+        lake.write("verdicts", part.select(columns), team_id=team, date=date)
