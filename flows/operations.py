@@ -8,7 +8,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import assay.adapters.runners  # noqa: F401  (registers the runners)
 from assay.core.errors import ConfigError
 from assay.core.runner import DriveResult, Receipt, default_runner_for, drive, runner_class
 from assay.storage.catalog.load import load_bundle

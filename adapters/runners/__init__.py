@@ -1,14 +1,35 @@
-"""The runners. Importing this package registers each of them by name.
+"""The built-in runners, registered like any plug-in: as entry points in the ``assay.runners`` group.
 
 - ``config_check``: reads a compiled assistant config and executes nothing (structural evidence).
 - ``fixed``: returns fixed verdicts; proves the contract without touching any other runner.
 - ``recorded``: replays a file of recorded calls (a call set) as case runs and vendor evaluations.
 
-Heavy dependencies (DuckDB, PyArrow) are imported when a runner executes, not here.
+Ask for a runner by name with :func:`assay.core.runner.runner_class`. Importing this package imports
+no runner: each class below is imported when first used, so loading one runner never loads another.
+Heavy dependencies (DuckDB, PyArrow) are imported when a runner executes, not at import.
 """
 
-from .config_check import ConfigCheckRunner
-from .fixed import FixedRunner
-from .recorded import RecordedRunner
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config_check import ConfigCheckRunner
+    from .fixed import FixedRunner
+    from .recorded import RecordedRunner
+
+_MODULES = {"ConfigCheckRunner": "config_check", "FixedRunner": "fixed", "RecordedRunner": "recorded"}
 
 __all__ = ["ConfigCheckRunner", "FixedRunner", "RecordedRunner"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a runner class on first use (PEP 562)."""
+    if name in _MODULES:
+        return getattr(import_module(f".{_MODULES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -22,10 +22,9 @@ from assay.core.errors import RunnerError
 from assay.core.evidence import CaseRun, Report
 from assay.core.mechanisms import mechanisms_of
 from assay.core.redact import redact
-from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob, register
+from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob
 
 
-@register
 class ConfigCheckRunner(Runner):
     """Reads a compiled assistant config; one case run per case, the config as its artefact."""
 

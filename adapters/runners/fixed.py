@@ -15,10 +15,9 @@ from typing import Any, ClassVar
 from assay.core.errors import RunnerError
 from assay.core.evidence import VERDICTS, CaseRun, Evaluation, Report
 from assay.core.mechanisms import mechanisms_of
-from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob, register
+from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob
 
 
-@register
 class FixedRunner(Runner):
     """Reports ``verdict`` (or ``verdicts[case_key]``) for every case, with an optional ``score``."""
 

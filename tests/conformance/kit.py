@@ -1,26 +1,41 @@
-"""Shared pieces of the runner conformance kit: a contract fixture and the subprocess helpers."""
+"""Shared pieces of the runner conformance kit: the runners and their declared gaps, a contract
+fixture, and the subprocess helpers.
+
+The kit runs against every installed runner: the built-ins and any plug-in in the ``assay.runners``
+entry-point group. A runner declares its own known gaps (``Runner.known_gaps``); the kit turns each
+into a strict xfail with the runner's reason.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
 
-import assay.adapters.runners  # noqa: F401  (registers every runner)
 from assay.core.ids import content_hash
-from assay.core.runner import Runner, RunJob, registered
+from assay.core.runner import Runner, RunJob, RunnerPluginError, runner_class, runner_names
 from assay.storage.catalog import tables as t
 from assay.storage.catalog.engine import create_catalog_engine
 from assay.storage.catalog.ledger import CatalogLedger
 from assay.storage.catalog.runs import create_run, job_for_run
 from assay.storage.lake import Lake
 
-RUNNERS = sorted(registered())
+RUNNERS = runner_names()
+"""Every installed runner by name; listing them imports none."""
 
-# A runner's known gap: (runner, test) -> reason. Each becomes a strict xfail, so fixing it shows.
-KNOWN_GAPS: dict[tuple[str, str], str] = {}
+
+def declared_gaps(runner_name: str) -> Mapping[str, str]:
+    """The runner's declared gaps (kit test name -> reason).
+
+    None for a plug-in that does not load: its tests run and fail with its :class:`RunnerPluginError`.
+    """
+    try:
+        return runner_class(runner_name).known_gaps
+    except RunnerPluginError:
+        return {}
 
 
 @dataclass
@@ -36,7 +51,7 @@ class Contract:
 
 def prepare(engine: sa.Engine, lake: Lake, runner_name: str, workdir: Path, suite: str) -> Contract:
     """A pending run of ``suite`` whose target is the runner's own example target."""
-    cls = registered()[runner_name]
+    cls = runner_class(runner_name)
     run_id = create_run(engine, suite, runner_name).run_id
     kind, target = cls.example_target(workdir, job_for_run(engine, run_id).cases)
     with engine.begin() as conn:
@@ -72,7 +87,7 @@ def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: st
 
     engine = create_catalog_engine(url)
     ledger = CatalogLedger(engine, Lake(lake_url))
-    runner = registered()[runner_name]()
+    runner = runner_class(runner_name)()
     runner.batch_size = 1
     original = ledger.report
 

@@ -4,107 +4,17 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from factories import CONFIG, Mutation, append_at, base, case, delete_at, set_at, suite, write
 
 from assay.core.bundle import Bundle, criteria_spec, read_bundle
 from assay.core.errors import BundleError
 from assay.core.mechanisms import MECHANISMS
-
-CONFIG = {
-    "name": "Main line",
-    "prompt": "Check the service area. Hours: {{hours}}",
-    "variables": {"hours": "8-6"},
-    "tools": [{"name": "check_service_area"}],
-}
-CALLS = [{"call_id": "1", "case": "outside-area"}, {"call_id": "2", "case": "burst-pipe"}]
-
-
-def base() -> dict[str, Any]:
-    """A small valid bundle: two consumers, one team, two cases, a config suite and a call-set suite."""
-    return {
-        "schema": "assay.bundle/v1",
-        "consumers": [{"key": "ci", "description": "Blocks a broken change."}, {"key": "nightly"}],
-        "teams": [
-            {
-                "id": "acme",
-                "name": "Acme Plumbing",
-                "cases": [
-                    {
-                        "key": "outside-area",
-                        "title": "Caller outside the service area",
-                        "source_recipe": "outside-area",
-                        "situation": {
-                            "caller": "Dana, homeowner",
-                            "wants": "A same-day repair",
-                            "must_be_told": ["The address is not served"],
-                            "world": {"caller_zip": "60827", "heater_model": "XE40", "zips": [{"zip": "60601"}]},
-                        },
-                        "assertions": [
-                            {
-                                "key": "declines",
-                                "mechanism": "transcript.contains",
-                                "params": {"text": "outside", "role": "agent", "case_insensitive": True},
-                                "description": "Says plainly the address is not served.",
-                            }
-                        ],
-                    },
-                    {
-                        "key": "burst-pipe",
-                        "title": "Burst pipe at night",
-                        "situation": {"caller": "Marcus, tenant", "wants": "The water stopped"},
-                    },
-                ],
-                "suites": [
-                    {
-                        "key": "main-line",
-                        "name": "Main line",
-                        "target": {"config": "configs/main.json"},
-                        "cases": ["outside-area", "burst-pipe"],
-                        "assertions": [
-                            {"key": "resolves", "mechanism": "structural.variables_resolve"},
-                            {
-                                "key": "area_tool",
-                                "mechanism": "structural.tool_attached",
-                                "params": {"tool": "check_service_area"},
-                            },
-                            {"key": "hours", "mechanism": "structural.clause_present", "params": {"clause": "Hours"}},
-                        ],
-                        "criteria": {
-                            "ci": {"required": ["area_tool", "declines"], "ignore": ["hours"]},
-                            "nightly": {"threshold": [{"keys": ["resolves", "area_tool", "hours"], "min": 0.5}]},
-                        },
-                    },
-                    {
-                        "key": "recorded",
-                        "name": "Recorded calls",
-                        "target": {"call_set": "calls/recorded.jsonl"},
-                        "cases": ["outside-area"],
-                        "assertions": [{"key": "short", "mechanism": "transcript.max_turns", "params": {"max": 12}}],
-                        "criteria": {"ci": {"required": ["declines", "short"]}},
-                    },
-                ],
-            }
-        ],
-    }
-
-
-def write(folder: Path, doc: Any, name: str = "bundle.yaml") -> Path:
-    """Write ``doc`` and the target files it names; return the bundle's path."""
-    (folder / "configs").mkdir(parents=True, exist_ok=True)
-    (folder / "calls").mkdir(parents=True, exist_ok=True)
-    (folder / "configs" / "main.json").write_text(json.dumps(CONFIG))
-    (folder / "calls" / "recorded.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CALLS))
-    path = folder / name
-    path.write_text(json.dumps(doc) if name.endswith(".json") else yaml.safe_dump(doc, sort_keys=False))
-    return path
 
 
 def problems_of(tmp_path: Path, doc: Any, name: str = "bundle.yaml") -> BundleError:
@@ -116,18 +26,6 @@ def problems_of(tmp_path: Path, doc: Any, name: str = "bundle.yaml") -> BundleEr
     return caught.value
 
 
-def team(doc: dict[str, Any]) -> dict[str, Any]:
-    return doc["teams"][0]
-
-
-def case(doc: dict[str, Any], i: int = 0) -> dict[str, Any]:
-    return doc["teams"][0]["cases"][i]
-
-
-def suite(doc: dict[str, Any], i: int = 0) -> dict[str, Any]:
-    return doc["teams"][0]["suites"][i]
-
-
 # --- a good bundle -------------------------------------------------------------------------------
 
 
@@ -137,7 +35,7 @@ def test_reads_a_complete_bundle(tmp_path: Path) -> None:
     assert bundle.file == str(path)
     assert [c.key for c in bundle.consumers] == ["ci", "nightly"]
     acme = bundle.teams[0]
-    assert [c.key for c in acme.cases] == ["outside-area", "burst-pipe"]
+    assert [c.key for c in acme.cases] == ["outside-area", "burst-pipe", "reschedule"]
     assert acme.cases[0].source_recipe == "outside-area"
     assert acme.cases[0].content() == {
         "title": "Caller outside the service area",
@@ -210,227 +108,199 @@ def test_importing_the_bundle_module_stays_light() -> None:
 # --- every rule, its path and its fix ------------------------------------------------------------
 
 
-def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    """A mutation setting the dotted ``path`` (``teams.0.cases.0.key``) to ``value``."""
-
-    def mutate(doc: dict[str, Any]) -> None:
-        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
-        target: Any = doc
-        for p in parents:
-            target = target[p]
-        target[last] = value
-
-    return mutate
-
-
-def _delete(path: str) -> Callable[[dict[str, Any]], None]:
-    def mutate(doc: dict[str, Any]) -> None:
-        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
-        target: Any = doc
-        for p in parents:
-            target = target[p]
-        del target[last]
-
-    return mutate
-
-
-def _append(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    def mutate(doc: dict[str, Any]) -> None:
-        target: Any = doc
-        for p in [int(p) if p.isdigit() else p for p in path.split(".")]:
-            target = target[p]
-        target.append(copy.deepcopy(value))
-
-    return mutate
-
-
 VALID = ", ".join(MECHANISMS)
 C0 = "teams.0.cases.0"
 S0 = "teams.0.suites.0"
-RULES: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
+RULES: dict[str, tuple[Mutation, str, str]] = {
     # name: (mutation, path in the message, words of the fix)
-    "team id": (_set("teams.0.id", "Acme Plumbing"), "teams[0].id", "not a valid identifier"),
-    "case key": (_set(f"{C0}.key", "Outside/Area"), "teams[0].cases[0].key", "lower-case letters"),
-    "suite key": (_set(f"{S0}.key", "main line"), "teams[0].suites[0].key", "e.g. 'main-line'"),
-    "consumer key": (_set("consumers.1.key", "Nightly Sweep"), "consumers[1].key", "not a valid identifier"),
+    "team id": (set_at("teams.0.id", "Acme Plumbing"), "teams[0].id", "not a valid identifier"),
+    "case key": (set_at(f"{C0}.key", "Outside/Area"), "teams[0].cases[0].key", "lower-case letters"),
+    "suite key": (set_at(f"{S0}.key", "main line"), "teams[0].suites[0].key", "e.g. 'main-line'"),
+    "consumer key": (set_at("consumers.1.key", "Nightly Sweep"), "consumers[1].key", "not a valid identifier"),
     "assertion key": (
-        _set(f"{C0}.assertions.0.key", "Declines!"),
+        set_at(f"{C0}.assertions.0.key", "Declines!"),
         "teams[0].cases[0].assertions[0].key",
         "not a valid identifier",
     ),
     "unknown mechanism": (
-        _set(f"{C0}.assertions.0.mechanism", "transcript.contians"),
+        set_at(f"{C0}.assertions.0.mechanism", "transcript.contians"),
         "teams[0].cases[0].assertions[0].mechanism",
         f"did you mean 'transcript.contains'? valid mechanisms: {VALID}",
     ),
     "missing param": (
-        _set(f"{S0}.assertions.1.params", {}),
+        set_at(f"{S0}.assertions.1.params", {}),
         "teams[0].suites[0].assertions[1].params.tool",
         "structural.tool_attached needs parameter 'tool'",
     ),
     "unknown param": (
-        _set(f"{S0}.assertions.1.params", {"tool": "x", "tools": ["y"]}),
+        set_at(f"{S0}.assertions.1.params", {"tool": "x", "tools": ["y"]}),
         "teams[0].suites[0].assertions[1].params.tools",
         "unknown parameter 'tools' for structural.tool_attached; its parameters: tool",
     ),
     "param out of range": (
-        _set("teams.0.suites.1.assertions.0.params", {"max": -1}),
+        set_at("teams.0.suites.1.assertions.0.params", {"max": -1}),
         "teams[0].suites[1].assertions[0].params.max",
         "parameter 'max' of transcript.max_turns: Input should be greater than or equal to 0",
     ),
     "regex that does not compile": (
-        _set(f"{C0}.assertions.0", {"key": "r", "mechanism": "transcript.regex", "params": {"text": "(book"}}),
+        set_at(f"{C0}.assertions.0", {"key": "r", "mechanism": "transcript.regex", "params": {"text": "(book"}}),
         "teams[0].cases[0].assertions[0].params.text",
         "the regular expression '(book'",
     ),
     "vendor key in situation": (
-        _set(f"{C0}.situation.platform", "vapi"),
+        set_at(f"{C0}.situation.platform", "vapi"),
         "teams[0].cases[0].situation.platform",
         "'platform' is a vendor mechanism; a case names a situation, never how it runs — remove it "
         "(the runner is chosen at run time: assay run --runner)",
     ),
     "vendor key deep in the world": (
-        _set(f"{C0}.situation.world.zips.0.assistantId", "asst_123"),
+        set_at(f"{C0}.situation.world.zips.0.assistantId", "asst_123"),
         "teams[0].cases[0].situation.world.zips[0].assistantId",
         "'assistantId' is a vendor mechanism",
     ),
-    "vendor key on a case": (_set(f"{C0}.squad_id", "sq_1"), "teams[0].cases[0].squad_id", "remove it"),
+    "vendor key on a case": (set_at(f"{C0}.squad_id", "sq_1"), "teams[0].cases[0].squad_id", "remove it"),
     "vendor key on a suite": (
-        _set(f"{S0}.assistantOverrides", {}),
+        set_at(f"{S0}.assistantOverrides", {}),
         "teams[0].suites[0].assistantOverrides",
         "a suite names its cases and its target, never how it runs",
     ),
     "vendor key in a target": (
-        _set(f"{S0}.target.provider", "vapi"),
+        set_at(f"{S0}.target.provider", "vapi"),
         "teams[0].suites[0].target.provider",
         "assay run --runner",
     ),
     "target with both": (
-        _set(f"{S0}.target", {"config": "configs/main.json", "call_set": "calls/recorded.jsonl"}),
+        set_at(f"{S0}.target", {"config": "configs/main.json", "call_set": "calls/recorded.jsonl"}),
         "teams[0].suites[0].target",
         "exactly one of 'config'",
     ),
-    "target with neither": (_set(f"{S0}.target", {}), "teams[0].suites[0].target", "found neither"),
+    "target with neither": (set_at(f"{S0}.target", {}), "teams[0].suites[0].target", "found neither"),
     "missing config file": (
-        _set(f"{S0}.target", {"config": "configs/nope.json"}),
+        set_at(f"{S0}.target", {"config": "configs/nope.json"}),
         "teams[0].suites[0].target.config",
         "configs/nope.json does not exist; target paths are relative to the bundle's folder",
     ),
     "missing call set": (
-        _set("teams.0.suites.1.target", {"call_set": "calls/nope.jsonl"}),
+        set_at("teams.0.suites.1.target", {"call_set": "calls/nope.jsonl"}),
         "teams[0].suites[1].target.call_set",
         "calls/nope.jsonl does not exist",
     ),
     "config that is not an object": (
-        _set(f"{S0}.target", {"config": "calls/recorded.jsonl"}),
+        set_at(f"{S0}.target", {"config": "calls/recorded.jsonl"}),
         "teams[0].suites[0].target.config",
         "is not valid JSON",
     ),
     "suite names a case of no team": (
-        _set(f"{S0}.cases", ["outside-area", "flooded-basement"]),
+        set_at(f"{S0}.cases", ["outside-area", "flooded-basement"]),
         "teams[0].suites[0].cases[1]",
-        "'flooded-basement' is not a case of team 'acme' (its cases: outside-area, burst-pipe)",
+        "'flooded-basement' is not a case of team 'acme' (its cases: outside-area, burst-pipe, reschedule)",
     ),
-    "suite with no cases": (_set(f"{S0}.cases", []), "teams[0].suites[0].cases", "at least 1 item"),
+    "suite with no cases": (set_at(f"{S0}.cases", []), "teams[0].suites[0].cases", "at least 1 item"),
     "duplicate case key": (
-        _set("teams.0.cases.1.key", "outside-area"),
+        set_at("teams.0.cases.1.key", "outside-area"),
         "teams[0].cases[1].key",
         "duplicate case key 'outside-area' in team 'acme' (first at teams[0].cases[0].key)",
     ),
-    "duplicate suite key": (_set("teams.0.suites.1.key", "main-line"), "teams[0].suites[1].key", "duplicate suite key"),
+    "duplicate suite key": (
+        set_at("teams.0.suites.1.key", "main-line"),
+        "teams[0].suites[1].key",
+        "duplicate suite key",
+    ),
     "duplicate case assertion key": (
-        _append(f"{C0}.assertions", {"key": "declines", "mechanism": "transcript.contains", "params": {"text": "no"}}),
+        append_at(
+            f"{C0}.assertions", {"key": "declines", "mechanism": "transcript.contains", "params": {"text": "no"}}
+        ),
         "teams[0].cases[0].assertions[1].key",
         "duplicate assertion key 'declines' on case 'outside-area'",
     ),
     "duplicate suite assertion key": (
-        _append(f"{S0}.assertions", {"key": "hours", "mechanism": "structural.variables_resolve"}),
+        append_at(f"{S0}.assertions", {"key": "hours", "mechanism": "structural.variables_resolve"}),
         "teams[0].suites[0].assertions[3].key",
         "duplicate assertion key 'hours' on suite 'main-line'",
     ),
-    "duplicate consumer": (_append("consumers", {"key": "ci"}), "consumers[2].key", "duplicate consumer key 'ci'"),
+    "duplicate consumer": (append_at("consumers", {"key": "ci"}), "consumers[2].key", "duplicate consumer key 'ci'"),
     "duplicate team": (
         lambda doc: doc["teams"].append(copy.deepcopy(doc["teams"][0])),
         "teams[1].id",
         "duplicate team id 'acme'",
     ),
     "case twice in a suite": (
-        _set(f"{S0}.cases", ["outside-area", "outside-area"]),
+        set_at(f"{S0}.cases", ["outside-area", "outside-area"]),
         "teams[0].suites[0].cases[1]",
         "duplicate case 'outside-area'",
     ),
     "criteria required key matches nothing": (
-        _set(f"{S0}.criteria.ci.required", ["area_tool", "no_raw_liquid"]),
+        set_at(f"{S0}.criteria.ci.required", ["area_tool", "no_raw_liquid"]),
         "teams[0].suites[0].criteria.ci.required[1]",
         "'no_raw_liquid' matches no assertion of suite 'main-line' (its assertion keys: area_tool, declines, hours, resolves)",
     ),
     "criteria key of a case outside the suite": (
-        _set("teams.0.suites.1.criteria.ci.required", ["short", "area_tool"]),
+        set_at("teams.0.suites.1.criteria.ci.required", ["short", "area_tool"]),
         "teams[0].suites[1].criteria.ci.required[1]",
         "'area_tool' matches no assertion of suite 'recorded'",
     ),
     "criteria threshold key matches nothing": (
-        _set(f"{S0}.criteria.nightly.threshold.0.keys", ["resolves", "ghost"]),
+        set_at(f"{S0}.criteria.nightly.threshold.0.keys", ["resolves", "ghost"]),
         "teams[0].suites[0].criteria.nightly.threshold[0].keys[1]",
         "'ghost' matches no assertion",
     ),
     "criteria ignore key matches nothing": (
-        _set(f"{S0}.criteria.ci.ignore", ["ghost"]),
+        set_at(f"{S0}.criteria.ci.ignore", ["ghost"]),
         "teams[0].suites[0].criteria.ci.ignore[0]",
         "remove it from the criteria",
     ),
     "criteria min above 1": (
-        _set(f"{S0}.criteria.nightly.threshold.0.min", 1.5),
+        set_at(f"{S0}.criteria.nightly.threshold.0.min", 1.5),
         "teams[0].suites[0].criteria.nightly.threshold[0].min",
         "less than or equal to 1",
     ),
     "criteria min below 0": (
-        _set(f"{S0}.criteria.nightly.threshold.0.min", -0.1),
+        set_at(f"{S0}.criteria.nightly.threshold.0.min", -0.1),
         "teams[0].suites[0].criteria.nightly.threshold[0].min",
         "greater than or equal to 0",
     ),
     "criteria empty threshold group": (
-        _set(f"{S0}.criteria.nightly.threshold.0.keys", []),
+        set_at(f"{S0}.criteria.nightly.threshold.0.keys", []),
         "teams[0].suites[0].criteria.nightly.threshold[0].keys",
         "at least 1 item",
     ),
     "criteria required and ignored": (
-        _set(f"{S0}.criteria.ci.ignore", ["area_tool"]),
+        set_at(f"{S0}.criteria.ci.ignore", ["area_tool"]),
         "teams[0].suites[0].criteria.ci",
         "keys both required and ignored: area_tool",
     ),
     "criteria ignored and in a threshold": (
-        _set(f"{S0}.criteria.nightly.ignore", ["hours"]),
+        set_at(f"{S0}.criteria.nightly.ignore", ["hours"]),
         "teams[0].suites[0].criteria.nightly.ignore[0]",
         "both ignored and counted in a threshold group",
     ),
     "criteria that could never fail": (
-        _set(f"{S0}.criteria.nightly", {"ignore": ["hours"]}),
+        set_at(f"{S0}.criteria.nightly", {"ignore": ["hours"]}),
         "teams[0].suites[0].criteria.nightly",
         "names no required key and no threshold group",
     ),
     "criteria unknown field": (
-        _set(f"{S0}.criteria.ci.requires", ["x"]),
+        set_at(f"{S0}.criteria.ci.requires", ["x"]),
         "teams[0].suites[0].criteria.ci.requires",
         "unknown field 'requires'; allowed here: required, threshold, ignore",
     ),
     "unknown field": (
-        _set(f"{C0}.descripton", "x"),
+        set_at(f"{C0}.descripton", "x"),
         "teams[0].cases[0].descripton",
         "unknown field 'descripton'; allowed here: key, title, source_recipe, situation, assertions",
     ),
     "missing field": (
-        _delete(f"{C0}.title"),
+        delete_at(f"{C0}.title"),
         "teams[0].cases[0].title",
         "required field 'title' is missing (One line naming",
     ),
     "wrong type": (
-        _set(f"{C0}.situation.must_be_told", "the address"),
+        set_at(f"{C0}.situation.must_be_told", "the address"),
         "teams[0].cases[0].situation.must_be_told",
         "valid list",
     ),
-    "unknown schema": (_set("schema", "assay.bundle/v2"), "schema", "known: assay.bundle/v1"),
-    "missing schema": (_delete("schema"), "schema", "start the file with `schema: assay.bundle/v1`"),
+    "unknown schema": (set_at("schema", "assay.bundle/v2"), "schema", "known: assay.bundle/v1"),
+    "missing schema": (delete_at("schema"), "schema", "start the file with `schema: assay.bundle/v1`"),
 }
 
 

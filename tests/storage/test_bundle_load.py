@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 import yaml
+from factories import CONFIG, base, case, set_at, write
 
 from assay.core.bundle import read_bundle
 from assay.core.errors import BundleError, ImmutableError
@@ -20,102 +21,14 @@ from assay.storage.catalog.load import apply_load, load_bundle, plan_load
 
 DEMO = Path(__file__).resolve().parents[2] / "flows" / "demo"
 DEFINITIONS = (t.teams, t.consumers, t.cases, t.suites, t.suite_cases, t.assertions, t.criteria)
-
-CONFIG = {"name": "Main line", "prompt": "Check the service area. {{hours}}", "variables": {}, "tools": []}
-
-
-def base() -> dict[str, Any]:
-    """One team, three cases, a config suite and a call-set suite, two consumers."""
-    return {
-        "schema": "assay.bundle/v1",
-        "consumers": [
-            {"key": "ci", "description": "Blocks a broken change."},
-            {"key": "nightly", "description": "Drift."},
-        ],
-        "teams": [
-            {
-                "id": "acme",
-                "name": "Acme Plumbing",
-                "cases": [
-                    {
-                        "key": "outside-area",
-                        "title": "Caller outside the service area",
-                        "source_recipe": "outside-area",
-                        "situation": {
-                            "caller": "Dana",
-                            "wants": "A repair",
-                            "must_be_told": ["Not served"],
-                            "world": {"caller_zip": "60827"},
-                        },
-                        "assertions": [
-                            {
-                                "key": "declines",
-                                "mechanism": "transcript.contains",
-                                "params": {"text": "outside", "role": "agent"},
-                                "description": "Says it plainly.",
-                            }
-                        ],
-                    },
-                    {
-                        "key": "burst-pipe",
-                        "title": "Burst pipe",
-                        "situation": {"caller": "Marcus", "wants": "Help now"},
-                    },
-                    {
-                        "key": "reschedule",
-                        "title": "Reschedule",
-                        "situation": {"caller": "Priya", "wants": "Next week"},
-                    },
-                ],
-                "suites": [
-                    {
-                        "key": "main-line",
-                        "name": "Main line",
-                        "target": {"config": "configs/main.json"},
-                        "cases": ["outside-area", "burst-pipe", "reschedule"],
-                        "assertions": [
-                            {"key": "resolves", "mechanism": "structural.variables_resolve"},
-                            {
-                                "key": "area_tool",
-                                "mechanism": "structural.tool_attached",
-                                "params": {"tool": "check_service_area"},
-                            },
-                        ],
-                        "criteria": {
-                            "ci": {"required": ["area_tool", "declines"]},
-                            "nightly": {
-                                "threshold": [{"keys": ["resolves", "area_tool"], "min": 0.5}],
-                                "ignore": ["declines"],
-                            },
-                        },
-                    },
-                    {
-                        "key": "recorded",
-                        "name": "Recorded calls",
-                        "target": {"call_set": "calls/recorded.jsonl"},
-                        "cases": ["outside-area"],
-                        "assertions": [{"key": "short", "mechanism": "transcript.max_turns", "params": {"max": 12}}],
-                        "criteria": {"ci": {"required": ["declines", "short"]}},
-                    },
-                ],
-            }
-        ],
-    }
+BASE_COUNTS = {"teams": 1, "consumers": 2, "cases": 3, "suites": 2, "assertions": 5, "criteria": 3}
+"""What the shared base bundle defines, by kind (its criteria: ci and nightly on main-line, ci on recorded)."""
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    (tmp_path / "configs").mkdir()
-    (tmp_path / "calls").mkdir()
-    (tmp_path / "configs" / "main.json").write_text(json.dumps(CONFIG))
-    (tmp_path / "calls" / "recorded.jsonl").write_text('{"call_id": "1", "case": "outside-area"}\n')
+    """The bundle's folder: ``write`` puts the bundle and the target files it names there."""
     return tmp_path
-
-
-def write(folder: Path, doc: dict[str, Any]) -> Path:
-    path = folder / "bundle.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
 
 
 def snapshot(engine: sa.Engine) -> dict[str, list[str]]:
@@ -143,14 +56,7 @@ def counts(summary: Any, action: str) -> dict[str, int]:
 
 def test_a_complete_load(engine: sa.Engine, folder: Path) -> None:
     summary = load_bundle(engine, write(folder, base()))
-    assert counts(summary, "created") == {
-        "teams": 1,
-        "consumers": 2,
-        "cases": 3,
-        "suites": 2,
-        "assertions": 4,
-        "criteria": 3,
-    }
+    assert counts(summary, "created") == BASE_COUNTS
     assert summary.changed and summary.new_versions == [] and summary.kept == []
     assert summary.to_dict()["counts"]["cases"] == {
         "created": 3,
@@ -168,15 +74,7 @@ def test_a_complete_load(engine: sa.Engine, folder: Path) -> None:
     cases = {r.case_key: r for r in rows(engine, t.cases, "case_key")}
     outside = cases["outside-area"]
     assert outside.source_recipe_id == "outside-area" and cases["burst-pipe"].source_recipe_id is None
-    assert outside.content == {
-        "title": "Caller outside the service area",
-        "situation": {
-            "caller": "Dana",
-            "wants": "A repair",
-            "must_be_told": ["Not served"],
-            "world": {"caller_zip": "60827"},
-        },
-    }
+    assert outside.content == {"title": "Caller outside the service area", "situation": case(base())["situation"]}
     assert outside.content_hash == content_hash(outside.content)
 
     suites = {r.suite_key: r for r in rows(engine, t.suites, "suite_key")}
@@ -212,7 +110,7 @@ def test_a_complete_load(engine: sa.Engine, folder: Path) -> None:
     assert nightly.version == 1
     assert nightly.spec == {
         "required": [],
-        "threshold": [{"keys": ["area_tool", "resolves"], "min": 0.5}],
+        "threshold": [{"keys": ["area_tool", "hours", "resolves"], "min": 0.5}],
         "ignore": ["declines"],
     }
     assert nightly.spec_hash == content_hash(nightly.spec)
@@ -225,14 +123,7 @@ def test_loading_twice_changes_nothing(engine: sa.Engine, folder: Path) -> None:
     summary = load_bundle(engine, path)
     assert snapshot(engine) == before
     assert not summary.changed
-    assert counts(summary, "unchanged") == {
-        "teams": 1,
-        "consumers": 2,
-        "cases": 3,
-        "suites": 2,
-        "assertions": 4,
-        "criteria": 3,
-    }
+    assert counts(summary, "unchanged") == BASE_COUNTS
     for action in ("created", "updated", "new_version", "kept"):
         assert set(counts(summary, action).values()) == {0}
     assert not plan_load(engine, read_bundle(path)).has_changes
@@ -245,7 +136,7 @@ def test_a_reworded_assertion_is_a_new_version_and_the_old_one_stays(engine: sa.
     doc["teams"][0]["suites"][0]["assertions"][1]["description"] = "The assistant can look the address up."
     summary = load_bundle(engine, write(folder, doc))
     assert summary.new_versions == ["acme/main-line: assertion area_tool v2"]
-    assert counts(summary, "new_version")["assertions"] == 1 and counts(summary, "unchanged")["assertions"] == 3
+    assert counts(summary, "new_version")["assertions"] == 1 and counts(summary, "unchanged")["assertions"] == 4
     versions = [r for r in rows(engine, t.assertions, "version") if r.assertion_key == "area_tool"]
     assert [r.version for r in versions] == [1, 2]
     assert versions[0] == v1  # untouched, same id and content
@@ -300,14 +191,8 @@ def test_editable_things_are_updated_in_place(engine: sa.Engine, folder: Path) -
         "~ suite acme/main-line (cases)",
     ]
     summary = apply_load(engine, diff)
-    assert counts(summary, "updated") == {
-        "teams": 1,
-        "consumers": 1,
-        "cases": 1,
-        "suites": 1,
-        "assertions": 0,
-        "criteria": 0,
-    }
+    updated = {"teams": 1, "consumers": 1, "cases": 1, "suites": 1, "assertions": 0, "criteria": 0}
+    assert counts(summary, "updated") == updated
     new = {r.case_key: r for r in rows(engine, t.cases, "case_key")}
     assert new["burst-pipe"].case_id == old["burst-pipe"].case_id
     assert new["burst-pipe"].content["situation"]["must_be_told"] == ["Shut the main valve"]
@@ -331,7 +216,7 @@ def test_what_the_bundle_no_longer_mentions_is_kept(engine: sa.Engine, folder: P
     before = snapshot(engine)
     doc = base()
     del doc["teams"][0]["suites"][0]["assertions"][0]  # resolves
-    doc["teams"][0]["suites"][0]["criteria"] = {"ci": {"required": ["area_tool", "declines"]}}
+    del doc["teams"][0]["suites"][0]["criteria"]["nightly"]
     doc["teams"][0]["suites"][0]["cases"] = ["outside-area", "burst-pipe"]
     del doc["teams"][0]["cases"][2]  # reschedule
     summary = load_bundle(engine, write(folder, doc))
@@ -351,9 +236,9 @@ def test_plan_reads_only_and_apply_writes_the_plan(engine: sa.Engine, folder: Pa
     assert diff.has_changes and diff.counts()["cases"]["create"] == 3
     assert "+ acme/main-line: criteria ci v1" in diff.lines()
     assert all(rows == [] for rows in snapshot(engine).values())
-    assert json.loads(json.dumps(diff.to_dict()))["counts"]["assertions"]["create"] == 4
+    assert json.loads(json.dumps(diff.to_dict()))["counts"]["assertions"]["create"] == 5
     summary = apply_load(engine, diff)
-    assert counts(summary, "created")["assertions"] == 4
+    assert counts(summary, "created")["assertions"] == 5
     assert not plan_load(engine, bundle).has_changes
 
 
@@ -396,31 +281,20 @@ def test_an_unknown_consumer_is_refused_at_plan_time(engine: sa.Engine, folder: 
 # --- bad input writes nothing --------------------------------------------------------------------
 
 
-def _mutate(path: str, value: Any) -> Any:
-    def mutate(doc: dict[str, Any]) -> None:
-        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
-        target: Any = doc
-        for p in parents:
-            target = target[p]
-        target[last] = value
-
-    return mutate
-
-
 BAD = {
-    "identifier": (_mutate("teams.0.cases.1.key", "Burst Pipe"), "teams[0].cases[1].key", "not a valid identifier"),
+    "identifier": (set_at("teams.0.cases.1.key", "Burst Pipe"), "teams[0].cases[1].key", "not a valid identifier"),
     "mechanism": (
-        _mutate("teams.0.suites.0.assertions.0.mechanism", "structural.resolves"),
+        set_at("teams.0.suites.0.assertions.0.mechanism", "structural.resolves"),
         "teams[0].suites[0].assertions[0].mechanism",
         "valid mechanisms: structural.clause_present",
     ),
     "params": (
-        _mutate("teams.0.suites.1.assertions.0.params", {"max": "twelve"}),
+        set_at("teams.0.suites.1.assertions.0.params", {"max": "twelve"}),
         "teams[0].suites[1].assertions[0].params.max",
         "parameter 'max' of transcript.max_turns",
     ),
     "regex": (
-        _mutate(
+        set_at(
             "teams.0.cases.0.assertions.0",
             {"key": "declines", "mechanism": "transcript.regex", "params": {"text": "out(side"}},
         ),
@@ -428,38 +302,38 @@ BAD = {
         "the regular expression 'out(side'",
     ),
     "vendor key": (
-        _mutate("teams.0.cases.2.situation.assistant_id", "asst_1"),
+        set_at("teams.0.cases.2.situation.assistant_id", "asst_1"),
         "teams[0].cases[2].situation.assistant_id",
         "is a vendor mechanism",
     ),
     "target": (
-        _mutate("teams.0.suites.0.target", {"config": "configs/missing.json"}),
+        set_at("teams.0.suites.0.target", {"config": "configs/missing.json"}),
         "teams[0].suites[0].target.config",
         "missing.json does not exist",
     ),
     "other team's case": (
-        _mutate("teams.0.suites.1.cases", ["boiler"]),
+        set_at("teams.0.suites.1.cases", ["boiler"]),
         "teams[0].suites[1].cases[0]",
         "is not a case of team 'acme'",
     ),
     "duplicate": (
-        _mutate("teams.0.cases.2.key", "burst-pipe"),
+        set_at("teams.0.cases.2.key", "burst-pipe"),
         "teams[0].cases[2].key",
         "duplicate case key 'burst-pipe'",
     ),
     "criteria key": (
-        _mutate("teams.0.suites.1.criteria.ci.required", ["declines", "resolves"]),
+        set_at("teams.0.suites.1.criteria.ci.required", ["declines", "resolves"]),
         "teams[0].suites[1].criteria.ci.required[1]",
         "'resolves' matches no assertion of suite 'recorded'",
     ),
     "criteria min": (
-        _mutate("teams.0.suites.0.criteria.nightly.threshold.0.min", 2),
+        set_at("teams.0.suites.0.criteria.nightly.threshold.0.min", 2),
         "teams[0].suites[0].criteria.nightly.threshold[0].min",
         "less than or equal to 1",
     ),
-    "schema": (_mutate("schema", "assay.bundle/v0"), "schema", "known: assay.bundle/v1"),
+    "schema": (set_at("schema", "assay.bundle/v0"), "schema", "known: assay.bundle/v1"),
     "consumer": (
-        _mutate("consumers", []),
+        set_at("consumers", []),
         "teams[0].suites[0].criteria.ci",
         "not declared in this bundle's `consumers`",
     ),
@@ -560,26 +434,25 @@ def test_an_assertion_lives_on_a_case_or_a_suite(engine: sa.Engine, folder: Path
         conn.execute(t.assertions.insert().values(**good))
 
 
-def test_assertion_versions_are_unique_per_owner_and_key(engine: sa.Engine, folder: Path) -> None:
+@pytest.mark.parametrize(
+    "table,key,changes",
+    [
+        ("assertions", ("assertion_key", "declines"), {"assertion_id": new_id, "description": lambda: "again"}),
+        ("criteria", ("consumer_key", "nightly"), {"criteria_id": new_id}),
+    ],
+    ids=["assertion-per-owner-and-key", "criteria-per-suite-and-consumer"],
+)
+def test_versions_are_unique(engine: sa.Engine, folder: Path, table: str, key: tuple[str, str], changes: dict) -> None:
     load_bundle(engine, write(folder, base()))
-    (existing,) = [r for r in rows(engine, t.assertions, "owner") if r.assertion_key == "declines"]
-    row = {**existing._asdict(), "assertion_id": new_id(), "description": "again"}
+    tbl = t.metadata.tables[table]
+    column, value = key
+    (existing,) = [r for r in rows(engine, tbl, column) if getattr(r, column) == value]
+    row = {**existing._asdict(), **{name: make() for name, make in changes.items()}}
     with pytest.raises(sa.exc.IntegrityError):
         with engine.begin() as conn:
-            conn.execute(t.assertions.insert().values(**row))
+            conn.execute(tbl.insert().values(**row))
     with engine.begin() as conn:
-        conn.execute(t.assertions.insert().values(**{**row, "version": 2}))
-
-
-def test_criteria_versions_are_unique_per_suite_and_consumer(engine: sa.Engine, folder: Path) -> None:
-    load_bundle(engine, write(folder, base()))
-    existing = [r for r in rows(engine, t.criteria, "consumer_key") if r.consumer_key == "nightly"][0]
-    row = {**existing._asdict(), "criteria_id": new_id()}
-    with pytest.raises(sa.exc.IntegrityError):
-        with engine.begin() as conn:
-            conn.execute(t.criteria.insert().values(**row))
-    with engine.begin() as conn:
-        conn.execute(t.criteria.insert().values(**{**row, "version": 2}))
+        conn.execute(tbl.insert().values(**{**row, "version": 2}))
 
 
 # --- the demo bundle -----------------------------------------------------------------------------
@@ -587,14 +460,8 @@ def test_criteria_versions_are_unique_per_suite_and_consumer(engine: sa.Engine, 
 
 def _check_demo(engine: sa.Engine, path: Path) -> None:
     summary = load_bundle(engine, path)
-    assert counts(summary, "created") == {
-        "teams": 2,
-        "consumers": 3,
-        "cases": 8,
-        "suites": 2,
-        "assertions": 19,
-        "criteria": 6,
-    }
+    created = {"teams": 2, "consumers": 3, "cases": 8, "suites": 2, "assertions": 19, "criteria": 6}
+    assert counts(summary, "created") == created
     assert not load_bundle(engine, path).changed
     suites = {r.suite_key: r.target_kind for r in rows(engine, t.suites, "suite_key")}
     assert suites == {"main-line": "config", "recorded-calls": "call_set"}
