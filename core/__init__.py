@@ -23,21 +23,11 @@ from .errors import (
 )
 from .evidence import CaseRun, Evaluation, Report, ToolCall, Turn, case_run_schema, evaluation_schema
 from .ids import canonical_json, content_hash, identifier, new_id, stable_id
-from .mechanisms import MECHANISMS, family, mechanisms_of, validate_params
-from .runner import (
-    CaseSpec,
-    DriveResult,
-    Lease,
-    Ledger,
-    Receipt,
-    Runner,
-    RunJob,
-    default_runner_for,
-    drive,
-    register,
-    registered,
-    runner_class,
-)
+from .callset import check_line, explain
+from .compiled import CompiledConfig, config_problems, read_artefact
+from .mechanisms import FAMILY_EVIDENCE, MECHANISMS, family, mechanisms_of, validate_params
+from .plugins import ENTRY_POINT_GROUP, RunnerPluginError, default_runner_for, registered, runner_class, runner_names
+from .runner import CaseSpec, DriveResult, Heartbeat, Lease, Ledger, Receipt, Runner, RunJob, drive
 from .settings import Settings
 
 __all__ = [
@@ -46,8 +36,9 @@ __all__ = [
     "SchemaVersionError", "TransientRunnerError",
     "CaseRun", "Evaluation", "Report", "ToolCall", "Turn", "case_run_schema", "evaluation_schema",
     "canonical_json", "content_hash", "identifier", "new_id", "stable_id",
-    "MECHANISMS", "family", "mechanisms_of", "validate_params",
-    "CaseSpec", "DriveResult", "Lease", "Ledger", "Receipt", "Runner", "RunJob",
-    "default_runner_for", "drive", "register", "registered", "runner_class",
+    "check_line", "explain", "CompiledConfig", "config_problems", "read_artefact",
+    "FAMILY_EVIDENCE", "MECHANISMS", "family", "mechanisms_of", "validate_params",
+    "CaseSpec", "DriveResult", "Heartbeat", "Lease", "Ledger", "Receipt", "Runner", "RunJob", "drive",
+    "ENTRY_POINT_GROUP", "RunnerPluginError", "default_runner_for", "registered", "runner_class", "runner_names",
     "Settings", "document", "Bundle", "read_bundle", "CriteriaSpec", "ThresholdGroup",
 ]

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from assay.core.criteria import CriteriaSpec, resolve
 from assay.core.ids import content_hash
-from assay.core.runner import registered
+from assay.core.plugins import registered
 from assay.storage.catalog.assertions import assignments, criteria_spec, stamped_criteria
 from assay.storage.catalog.runs import finalised_runs, find_suite, suite_assertion_keys
 from assay.storage.judgments import write_pass, write_verdicts

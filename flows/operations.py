@@ -9,7 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 from assay.core.errors import ConfigError
-from assay.core.runner import DriveResult, Receipt, default_runner_for, drive, runner_class
+from assay.core.plugins import default_runner_for, runner_class
+from assay.core.runner import DriveResult, Receipt, drive
 from assay.storage.catalog.load import load_bundle
 from assay.storage.catalog.runs import RunRow, create_run, find_suite, get_run, job_for_run
 

@@ -4,7 +4,7 @@
 - ``fixed``: returns fixed verdicts; proves the contract without touching any other runner.
 - ``recorded``: replays a file of recorded calls (a call set) as case runs and vendor evaluations.
 
-Ask for a runner by name with :func:`assay.core.runner.runner_class`. Importing this package imports
+Ask for a runner by name with :func:`assay.core.plugins.runner_class`. Importing this package imports
 no runner: each class below is imported when first used, so loading one runner never loads another.
 Heavy dependencies (DuckDB, PyArrow) are imported when a runner executes, not at import.
 """

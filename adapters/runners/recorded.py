@@ -1,7 +1,7 @@
 """``recorded``: replay a call set (a file of recorded calls) as case runs and vendor evaluations.
 
 The run target is ``{"call_set": {"path": "<absolute path>", "sha256": "<hex of its bytes>"}}``; the
-file format is documented in :mod:`.callset`. Nothing is executed: each line becomes one case run
+file format is defined in :mod:`assay.core.callset`. Nothing is executed: each line becomes one case run
 (``source_ref`` = its ``call_id``) and its evaluations become runner evaluations, kept on the vendor's
 own scale. The runner never maps them onto our assertions and never decides pass or fail.
 
@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from assay.core.errors import RunnerError
 from assay.core.evidence import CaseRun, Report
 from assay.core.mechanisms import mechanisms_of
-from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob, register
+from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob
 
 from .callset import file_sha256, load_call_set
 
@@ -40,7 +40,6 @@ def _call_set_target(job: RunJob) -> tuple[Path, str]:
     return Path(path), sha.lower()
 
 
-@register
 class RecordedRunner(Runner):
     """Replays recorded calls; evidence for transcript, tool, vendor and rubric mechanisms."""
 
@@ -104,23 +103,21 @@ class RecordedRunner(Runner):
         return "call_set", {"call_set": {"path": str(path), "sha256": file_sha256(path)}}
 
 
+_EXAMPLE_TURNS = (
+    ("agent", "Thanks for calling, how can I help?", 0.0),
+    ("caller", "My water heater is leaking. I'm at 60614.", 2.5),
+    ("agent", "Let me check that ZIP code for you.", 6.0),
+)
+
+
 def _example_call(call_id: str, case_key: str, i: int) -> dict[str, Any]:
+    tool = {"name": "check_service_area", "arguments": {"zip": "60614"}, "result": {"in_area": True}, "t": 7.1}
     return {
-        "call_id": call_id,
-        "case": case_key,
-        "started_at": f"2026-11-20T15:{i % 60:02d}:05Z",
-        "duration_ms": 61_000 + i,
-        "cost_usd": 0.12,
-        "transcript": [
-            {"role": "agent", "text": "Thanks for calling, how can I help?", "t": 0.0},
-            {"role": "caller", "text": "My water heater is leaking. I'm at 60614.", "t": 2.5},
-            {"role": "agent", "text": "Let me check that ZIP code for you.", "t": 6.0},
-        ],
-        "tool_calls": [
-            {"name": "check_service_area", "arguments": {"zip": "60614"}, "result": {"in_area": True}, "t": 7.1}
-        ],
+        "call_id": call_id, "case": case_key, "started_at": f"2026-11-20T15:{i % 60:02d}:05Z",
+        "duration_ms": 61_000 + i, "cost_usd": 0.12,
+        "transcript": [{"role": role, "text": text, "t": t} for role, text, t in _EXAMPLE_TURNS],
+        "tool_calls": [tool],
         "evaluations": [{"name": "greets_caller", "evaluator": "example:guardrail", "verdict": "pass"}],
-        "provider": "example",
-        "provider_ref": f"ex-{call_id}",
+        "provider": "example", "provider_ref": f"ex-{call_id}",
         "provider_payload": {"id": f"ex-{call_id}", "api_key": "not-a-real-key"},
-    }
+    }  # fmt: skip

@@ -16,7 +16,8 @@ from assay.core.compiled import PLACEHOLDER, CompiledConfig
 from assay.core.errors import RunnerError
 from assay.core.evidence import Report, case_run_schema, evaluation_schema
 from assay.core.mechanisms import MECHANISMS
-from assay.core.runner import CaseSpec, RunJob, runner_class
+from assay.core.plugins import runner_class
+from assay.core.runner import CaseSpec, RunJob
 
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "flows" / "demo" / "configs" / "acme-main-line.json"
 

@@ -10,7 +10,8 @@ from assay.adapters.runners import FixedRunner
 from assay.core.errors import RunnerError
 from assay.core.evidence import Report, case_run_schema, evaluation_schema
 from assay.core.mechanisms import MECHANISMS
-from assay.core.runner import CaseSpec, RunJob, runner_class
+from assay.core.plugins import runner_class
+from assay.core.runner import CaseSpec, RunJob
 
 
 def _job(n: int = 3, kind: str = "config", target: dict | None = None, run_id: str = "run-1") -> RunJob:

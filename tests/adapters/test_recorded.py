@@ -12,11 +12,12 @@ import pytest
 
 from assay.adapters.runners import RecordedRunner
 from assay.adapters.runners.callset import load_call_set
-from assay.adapters.runners.callset_check import explain
+from assay.core.callset import explain
 from assay.core.errors import RunnerError
 from assay.core.evidence import Report, case_run_schema, evaluation_schema
 from assay.core.mechanisms import MECHANISMS, family
-from assay.core.runner import CaseSpec, RunJob, runner_class
+from assay.core.plugins import runner_class
+from assay.core.runner import CaseSpec, RunJob
 
 DEMO_CALLS = Path(__file__).resolve().parents[2] / "flows" / "demo" / "calls" / "northside-recorded.jsonl"
 CASE_KEYS = ("water-heater", "no-heat", "billing")

@@ -16,7 +16,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from assay.core.ids import content_hash
-from assay.core.runner import Runner, RunJob, RunnerPluginError, runner_class, runner_names
+from assay.core.plugins import RunnerPluginError, runner_class, runner_names
+from assay.core.runner import Runner, RunJob
 from assay.storage.catalog import tables as t
 from assay.storage.catalog.engine import create_catalog_engine
 from assay.storage.catalog.ledger import CatalogLedger

@@ -20,7 +20,8 @@ from kit import RUNNERS, Contract, claim_once, declared_gaps, die_after_first_re
 
 from assay.core.errors import LeaseError
 from assay.core.mechanisms import FAMILY_EVIDENCE, MECHANISMS, family
-from assay.core.runner import TARGET_KINDS, Lease, drive, runner_class
+from assay.core.plugins import runner_class
+from assay.core.runner import TARGET_KINDS, Lease, drive
 from assay.storage.catalog.runs import create_run, get_run, run_details
 from assay.storage.lake import Lake
 

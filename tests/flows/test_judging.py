@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from assay.core.errors import CriteriaError
-from assay.core.runner import registered
+from assay.core.plugins import registered
 from assay.flows import judging
 from assay.flows import operations as ops
 from assay.flows.demo import DEMO, SUITES, write_revised_bundle

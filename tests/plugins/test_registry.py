@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from assay.core.errors import NotFoundError
-from assay.core.runner import (
+from assay.core.plugins import (
     ENTRY_POINT_GROUP,
-    Runner,
     RunnerPluginError,
     default_runner_for,
     registered,
     runner_class,
     runner_names,
 )
+from assay.core.runner import Runner
 
 GOOD = '''
 from assay.core import Runner, mechanisms_of
@@ -106,7 +106,7 @@ def test_a_broken_plugin_is_named_when_asked_for_and_left_out_of_the_list(
         f"runner plug-in 'bad' (entry point bad = {entry_point!r} in group 'assay.runners' of distribution "
         f"bad-runner 1.0) cannot be used: {problem}; fix or uninstall bad-runner 1.0"
     )
-    with caplog.at_level(logging.ERROR, logger="assay.core.runner"):
+    with caplog.at_level(logging.ERROR, logger="assay.core.plugins"):
         found = registered()
         registered()
     assert "bad" not in found and {"config_check", "fixed", "recorded"} <= set(found)

@@ -1,0 +1,156 @@
+"""Call sets: files of recorded calls, replayed by the ``recorded`` runner as evidence.
+
+A call set is a JSON Lines file (UTF-8), one recorded call per line; blank lines are ignored::
+
+    {"call_id": "call-0001", "case": "no-heat-elderly-caller",
+     "started_at": "2026-11-20T15:04:05Z", "duration_ms": 84210, "cost_usd": 0.231,
+     "transcript": [{"role": "agent", "text": "Northside Heating, this is Sam.", "t": 0.0},
+                    {"role": "caller", "text": "My furnace stopped overnight.", "t": 2.1}],
+     "tool_calls": [{"name": "check_service_area", "arguments": {"zip": "60614"},
+                     "result": {"in_area": false}, "is_error": false, "t": 14.2}],
+     "evaluations": [{"name": "handles_out_of_area", "evaluator": "hamming:guardrail",
+                      "verdict": "pass", "score": null, "scale_min": null, "scale_max": null,
+                      "rationale": "Told the caller plainly and offered a referral."}],
+     "provider": "hamming", "provider_ref": "tcr_123", "provider_payload": {"...": "..."}}
+
+The format is defined once, here: :data:`LINE` and its sub-models declare every field with its kind
+and documentation. Only the required fields must be present; any other may be omitted or null. Any
+other top-level, tool-call or evaluation key is refused (a turn's other keys are ignored), and so is
+the whole file if one line is bad: the error names the file, each bad line, the field and what is
+allowed. The rules run in two forms derived from these declarations: :func:`check_line` says what is
+wrong with one line, and :func:`scan_sql` finds the bad lines of a whole file at once.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from .callset_kinds import AMOUNT, BOOLEAN, CASE, ENUM, JSON, KEY, LIST, NUMBER, OBJECT, TEXT, TIMESTAMP, Field, Model
+from .callset_kinds import kind_of
+from .callset_rules import problems
+from .callset_rules import scan_sql as _scan_sql
+from .evidence import TURN_ROLES, VERDICTS
+
+__all__ = [
+    "EVALUATION", "EVALUATION_FIELDS", "FIELDS", "LINE", "TOOL_CALL", "TOOL_FIELDS", "TURN", "Problem",
+    "check_line", "explain", "scan_sql",
+]  # fmt: skip
+
+_SECONDS = "a number of seconds"
+
+TURN = Model("turn", extra="ignore", fields=(
+    # A turn's other keys (a vendor's confidence, word timings) are ignored, not refused: checking them
+    # would cost the bulk load more than the whole rest of the validation.
+    Field("role", ENUM, "Who spoke: the caller, the agent under test, or system.", required=True, values=TURN_ROLES),
+    Field("text", TEXT, "What was said.", required=True),
+    Field("t", NUMBER, "Seconds from the start of the call.", label=_SECONDS),
+))  # fmt: skip
+
+TOOL_CALL = Model("tool call", fields=(
+    Field("name", KEY, "The tool the agent called.", required=True),
+    Field("arguments", OBJECT, "The arguments it passed (``{}`` when omitted).", default={}),
+    Field("result", JSON, "The tool's result as returned to the agent, any JSON value."),
+    Field("is_error", BOOLEAN, "The tool call failed (false when omitted).", default=False),
+    Field("t", NUMBER, "Seconds from the start of the call.", label=_SECONDS),
+))  # fmt: skip
+
+EVALUATION = Model("evaluation", fields=(
+    Field("name", KEY, "The vendor's name for what it judged (a guardrail, a scorer).", required=True),
+    Field("evaluator", KEY, "Who judged, as ``<vendor>:<what>`` such as ``hamming:guardrail``.", required=True),
+    Field("verdict", ENUM, "The vendor's categorical verdict, if it gives one.", values=VERDICTS),
+    Field("score", NUMBER, "The vendor's score, if it gives one, on ``scale_min``..``scale_max``."),
+    Field("scale_min", NUMBER, "The low end of the vendor's scale."),
+    Field("scale_max", NUMBER, "The high end of the vendor's scale."),
+    Field("rationale", TEXT, "Why, in the vendor's words."),
+    Field("raw", OBJECT, "The vendor's evaluation object as received; secrets in it are redacted."),
+))  # fmt: skip
+
+LINE = Model("call", fields=(
+    Field("call_id", KEY, "Unique within the file; becomes the case run's ``source_ref``.", required=True,
+          unique=True),
+    Field("case", CASE, "The ``case_key`` of one of the run's cases. A case with no line gets one ERROR case "
+          "run saying so, so a gap in the recording is never read as a pass.", required=True),
+    Field("started_at", TIMESTAMP, "When the call started: ISO 8601 with a UTC offset (``Z`` or ``+02:00``)."),
+    Field("duration_ms", AMOUNT, "How long the call took, in milliseconds."),
+    Field("cost_usd", AMOUNT, "What the call cost, in US dollars."),
+    Field("transcript", LIST, "The conversation, turn by turn.", model=TURN),
+    Field("tool_calls", LIST, "The tools the agent called, with their results.", model=TOOL_CALL),
+    Field("evaluations", LIST, "The vendor's own judgments, kept as evidence on the vendor's scale; never "
+          "mapped onto our assertions.", model=EVALUATION),
+    Field("provider", TEXT, "Who recorded the call (``hamming``)."),
+    Field("provider_ref", TEXT, "The provider's id for the call."),
+    Field("provider_payload", OBJECT, "The provider's record of the call; secrets in it are redacted before "
+          "anything is stored."),
+    Field("error", TEXT, "The call failed on the vendor's side: its case run has status ``error`` with this "
+          "message (an ERROR, never a FAIL)."),
+))  # fmt: skip
+"""One line of a call set: a recorded call."""
+
+FIELDS = LINE.names
+TOOL_FIELDS = TOOL_CALL.names
+EVALUATION_FIELDS = EVALUATION.names
+
+Problem = tuple[int | None, str, str]
+"""(line number or None for the whole file, field path, what is wrong and what is allowed)."""
+
+
+def check_line(obj: Any, case_keys: Collection[str]) -> list[tuple[str, str]]:
+    """Every problem with one parsed line, as (field path, message); empty when the line is good.
+
+    ``case_keys`` are the run's cases. A rule across lines (a unique field) is :func:`explain`'s.
+    """
+    if not isinstance(obj, dict):
+        return [("", f"expected a JSON object (one call per line), got {kind_of(obj)}")]
+    return list(problems(LINE, obj, "", case_keys))
+
+
+def scan_sql() -> str:
+    """The DuckDB query that checks and converts a whole call set at once (the bulk form of the rules).
+
+    Parameters ``$path`` (the file) and ``$cases`` (the run's case keys, a list); one row per line in
+    file order: ``bad``, then one column per field of :data:`LINE` as the bulk load stores it. Lines
+    sharing a unique field are not flagged: check those across the rows.
+    """
+    return _scan_sql(LINE)
+
+
+def explain(path: Path, case_keys: Collection[str], limit: int = 20) -> tuple[list[Problem], bool]:
+    """Up to ``limit`` problems in the file, in line order, and whether there were more.
+
+    It reads every line with :mod:`json`, so it is slow: the bulk load runs it only once it has
+    found the file bad, to say what, where and what is allowed.
+    """
+    found: list[Problem] = []
+    unique = [f for f in LINE.fields if f.unique]
+    first_line: dict[tuple[str, str], int] = {}
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                found.append((1, "", "the file starts with a byte order mark; save it as UTF-8 without one"))
+                raw = raw[len(codecs.BOM_UTF8) :]
+            try:
+                call = json.loads(raw)
+            except ValueError as exc:
+                found.append((number, "", f"not valid JSON ({exc}); each line must be one JSON object"))
+                call = None
+            else:
+                found.extend((number, field, what) for field, what in check_line(call, case_keys))
+            for f in unique if isinstance(call, dict) else ():
+                value = call.get(f.name)
+                if value is None or f.kind.check(f, value, True, case_keys):
+                    continue
+                seen = (f.name, json.dumps(value, sort_keys=True))
+                if seen in first_line:
+                    what = f"{value!r} is already used on line {first_line[seen]}; "
+                    found.append((number, f.name, what + f"{f.name.replace('_', ' ')}s must be unique"))
+                else:
+                    first_line[seen] = number
+            if len(found) > limit:
+                return found[:limit], True
+    return found, False
