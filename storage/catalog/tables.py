@@ -46,6 +46,11 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _ref(name: str, target: str, *, size: int = 32, nullable: bool = False, primary_key: bool = False) -> sa.Column:
+    """A foreign-key column ``name`` referring to ``target`` (``table.column``)."""
+    return sa.Column(name, sa.String(size), sa.ForeignKey(target), nullable=nullable, primary_key=primary_key)
+
+
 def _created() -> sa.Column:
     return sa.Column("created_at", UtcDateTime(), nullable=False, default=_now)
 
@@ -54,8 +59,19 @@ def _editable(id_column: str, key_column: str) -> list[sa.Column]:
     """The id, owning team and team-unique key of a definition a team edits (a case, a suite)."""
     return [
         sa.Column(id_column, sa.String(32), primary_key=True),
-        sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
+        _ref("team_id", "teams.team_id", size=64),
         sa.Column(key_column, sa.String(64), nullable=False),
+    ]
+
+
+def _versioned(hash_column: str, *owner: str, constraint: str) -> list[sa.SchemaItem]:
+    """An immutable, versioned definition's version (>= 1, unique per owner), content hash and creation time."""
+    return [
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column(hash_column, sa.String(64), nullable=False),
+        _created(),
+        sa.UniqueConstraint(*owner, "version", name=constraint),
+        sa.CheckConstraint("version >= 1", name="version_positive"),
     ]
 
 
@@ -107,8 +123,8 @@ suites = sa.Table(
 suite_cases = sa.Table(
     "suite_cases",
     metadata,
-    sa.Column("suite_id", sa.String(32), sa.ForeignKey("suites.suite_id"), primary_key=True),
-    sa.Column("case_id", sa.String(32), sa.ForeignKey("cases.case_id"), primary_key=True),
+    _ref("suite_id", "suites.suite_id", primary_key=True),
+    _ref("case_id", "cases.case_id", primary_key=True),
     sa.Column("position", sa.Integer, nullable=False),
 )
 
@@ -116,39 +132,31 @@ assertions = sa.Table(
     "assertions",
     metadata,
     sa.Column("assertion_id", sa.String(32), primary_key=True),
-    sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
-    sa.Column("case_id", sa.String(32), sa.ForeignKey("cases.case_id"), nullable=True),
-    sa.Column("suite_id", sa.String(32), sa.ForeignKey("suites.suite_id"), nullable=True),
+    _ref("team_id", "teams.team_id", size=64),
+    _ref("case_id", "cases.case_id", nullable=True),
+    _ref("suite_id", "suites.suite_id", nullable=True),
     sa.Column("owner", sa.String(40), nullable=False),
     sa.Column("assertion_key", sa.String(64), nullable=False),
-    sa.Column("version", sa.Integer, nullable=False),
     sa.Column("mechanism", sa.String(64), nullable=False),
     sa.Column("params", sa.JSON, nullable=False),
     sa.Column("role", sa.String(64), nullable=True),
     sa.Column("description", sa.Text, nullable=False, server_default=""),
-    sa.Column("content_hash", sa.String(64), nullable=False),
-    _created(),
-    sa.UniqueConstraint("owner", "assertion_key", "version", name="uq_assertions_owner_key_version"),
+    *_versioned("content_hash", "owner", "assertion_key", constraint="uq_assertions_owner_key_version"),
     sa.CheckConstraint("(case_id IS NULL) <> (suite_id IS NULL)", name="case_or_suite"),
     sa.CheckConstraint(
         "owner = CASE WHEN case_id IS NOT NULL THEN 'case:' || case_id ELSE 'suite:' || suite_id END",
         name="owner_matches",
     ),
-    sa.CheckConstraint("version >= 1", name="version_positive"),
 )
 
 criteria = sa.Table(
     "criteria",
     metadata,
     sa.Column("criteria_id", sa.String(32), primary_key=True),
-    sa.Column("suite_id", sa.String(32), sa.ForeignKey("suites.suite_id"), nullable=False),
-    sa.Column("consumer_key", sa.String(64), sa.ForeignKey("consumers.consumer_key"), nullable=False),
-    sa.Column("version", sa.Integer, nullable=False),
+    _ref("suite_id", "suites.suite_id"),
     sa.Column("spec", sa.JSON, nullable=False),
-    sa.Column("spec_hash", sa.String(64), nullable=False),
-    _created(),
-    sa.UniqueConstraint("suite_id", "consumer_key", "version", name="uq_criteria_suite_consumer_version"),
-    sa.CheckConstraint("version >= 1", name="version_positive"),
+    _ref("consumer_key", "consumers.consumer_key", size=64),
+    *_versioned("spec_hash", "suite_id", "consumer_key", constraint="uq_criteria_suite_consumer_version"),
 )
 
 RUN_STATUSES = ("pending", "running", "released", "completed", "error", "timed_out")
@@ -158,8 +166,8 @@ runs = sa.Table(
     "runs",
     metadata,
     sa.Column("run_id", sa.String(32), primary_key=True),
-    sa.Column("suite_id", sa.String(32), sa.ForeignKey("suites.suite_id"), nullable=False),
-    sa.Column("team_id", sa.String(64), sa.ForeignKey("teams.team_id"), nullable=False),
+    _ref("suite_id", "suites.suite_id"),
+    _ref("team_id", "teams.team_id", size=64),
     sa.Column("runner", sa.String(64), nullable=False),
     sa.Column("provider", sa.String(64), nullable=True),
     sa.Column("provider_ref", sa.Text, nullable=True),
@@ -192,8 +200,8 @@ sa.Index("ix_runs_suite", runs.c.suite_id, runs.c.created_at)
 run_cases = sa.Table(
     "run_cases",
     metadata,
-    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), primary_key=True),
-    sa.Column("case_id", sa.String(32), sa.ForeignKey("cases.case_id"), primary_key=True),
+    _ref("run_id", "runs.run_id", primary_key=True),
+    _ref("case_id", "cases.case_id", primary_key=True),
     sa.Column("case_key", sa.String(64), nullable=False),
     sa.Column("position", sa.Integer, nullable=False),
     sa.Column("snapshot", sa.JSON, nullable=False),
@@ -203,9 +211,9 @@ run_cases = sa.Table(
 run_criteria = sa.Table(
     "run_criteria",
     metadata,
-    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), primary_key=True),
-    sa.Column("consumer_key", sa.String(64), sa.ForeignKey("consumers.consumer_key"), primary_key=True),
-    sa.Column("criteria_id", sa.String(32), sa.ForeignKey("criteria.criteria_id"), nullable=False),
+    _ref("run_id", "runs.run_id", primary_key=True),
+    _ref("consumer_key", "consumers.consumer_key", size=64, primary_key=True),
+    _ref("criteria_id", "criteria.criteria_id"),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("verdict", sa.String(8), nullable=True),
     sa.Column("verdict_reason", sa.Text, nullable=True),
@@ -215,7 +223,7 @@ run_criteria = sa.Table(
 run_reports = sa.Table(
     "run_reports",
     metadata,
-    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), primary_key=True),
+    _ref("run_id", "runs.run_id", primary_key=True),
     sa.Column("request_id", sa.String(128), primary_key=True),
     sa.Column("owner", sa.String(128), nullable=False),
     sa.Column("case_runs", sa.Integer, nullable=False),
@@ -228,7 +236,7 @@ rejected_reports = sa.Table(
     "rejected_reports",
     metadata,
     sa.Column("rejected_id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.run_id"), nullable=False),
+    _ref("run_id", "runs.run_id"),
     sa.Column("request_id", sa.String(128), nullable=False),
     sa.Column("owner", sa.String(128), nullable=False),
     sa.Column("reason", sa.Text, nullable=False),
