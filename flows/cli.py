@@ -62,7 +62,7 @@ def init(as_json: JsonOpt = False) -> None:
     ws = _workspace()
     with ws.engine.connect():  # opening the catalog migrates it to the newest schema
         pass
-    ws.lake.fs.makedirs(ws.lake.root, exist_ok=True)
+    ws.lake.check_layout(creating=True)
     body = {"home": str(ws.settings.home.resolve()), "catalog": ws.settings.resolved_catalog_url,
             "lake": ws.settings.resolved_lake_url}
     if not _emit("assay.init", body, as_json):

@@ -139,7 +139,7 @@ def stored_summary(ws, run_ids: list[str]) -> dict[str, Any]:
                    round(sum(coalesce(cost_usd, 0)), 3) AS cost_usd,
                    sum(len(transcript)) AS turns, sum(len(tool_calls)) AS tool_calls
             FROM case_runs WHERE run_id IN ({ids})
-            GROUP BY ALL ORDER BY team_id, case_key"""
+            GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     evaluations = con.sql(
         f"""SELECT evaluator, coalesce(verdict, 'score') AS verdict, count(*) AS n

@@ -26,6 +26,7 @@ from assay.core.plugins import registered
 from assay.storage.catalog.assertions import assignments, criteria_spec, stamped_criteria
 from assay.storage.catalog.runs import finalised_runs, find_suite, suite_assertion_keys
 from assay.storage.judgments import write_pass, write_verdicts
+from assay.storage.lake import FileFilter
 from assay.transforms.carry import STORED, new_outcomes, pass_results, plan_pass
 from assay.transforms.judge import evaluate
 from assay.transforms.mechanisms import evaluator_versions
@@ -60,12 +61,13 @@ def judge_runs(
     """
     run_ids = list(dict.fromkeys(run_ids))
     lake = ws.lake
-    case_runs = lake.scan("case_runs").filter(_in("run_id", run_ids)).collect()
-    evaluations = lake.scan("runner_evaluations").filter(_in("run_id", run_ids)).collect()
+    these = FileFilter(runs=run_ids)
+    case_runs = lake.read("case_runs", these).filter(_in("run_id", run_ids))
+    evaluations = lake.read("runner_evaluations", these).filter(_in("run_id", run_ids))
     with ws.engine.connect() as conn:
         todo = assignments(conn, run_ids, case_runs)
     previous = (
-        latest(lake.scan("assertion_results").filter(_in("run_id", run_ids)))
+        latest(_atoms(ws, run_ids))
         .select("case_run_id", "assertion_id", *STORED)
         .collect()
     )
@@ -85,7 +87,7 @@ def judge_runs(
 
 
 def _atoms(ws: Workspace, run_ids: Sequence[str]) -> pl.LazyFrame:
-    return ws.lake.scan("assertion_results").filter(_in("run_id", run_ids))
+    return ws.lake.scan("assertion_results", runs=run_ids).filter(_in("run_id", run_ids))
 
 
 def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) -> list[dict[str, Any]]:

@@ -36,7 +36,7 @@ def _history(ws: Workspace, team: str, suite: str) -> tuple[list[str], dict[str,
         )
     if not run_ids:
         return [], {}
-    counts = ws.lake.scan("case_runs").filter(pl.col("run_id").is_in(run_ids)).group_by("case_key").len().collect()
+    counts = ws.lake.scan("case_runs", runs=run_ids).filter(pl.col("run_id").is_in(run_ids)).group_by("case_key").len().collect()
     return run_ids, dict(counts.iter_rows())
 
 

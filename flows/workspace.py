@@ -26,7 +26,7 @@ class Workspace:
 
     @cached_property
     def lake(self) -> Lake:
-        return Lake.from_settings(self.settings)
+        return Lake.from_settings(self.settings, self.engine)
 
     @cached_property
     def ledger(self) -> CatalogLedger:

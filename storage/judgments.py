@@ -3,6 +3,10 @@
 Ids are minted here, from natural keys: an outcome is (pass, case run), an atom (outcome, assertion
 version), a materialised verdict (run, consumer, criteria spec). Each write is partitioned by the
 team and date of the run it belongs to.
+
+A judging pass stages every outcome and atom file first, then records them all in **one** catalog
+transaction with the pass itself (``judging_passes``): its outcomes become visible together with
+their atoms, or not at all.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from assay.core.failpoints import failpoint
 from assay.core.ids import new_id, stable_id
 
-from .lake import Lake
+from .catalog import tables as t
+from .lake import Lake, LakeFile
 
 __all__ = ["write_pass", "write_verdicts"]
 
@@ -51,11 +57,22 @@ def write_pass(
     )
     result_columns = lake.table("assertion_results").arrow_schema.names
     outcome_columns = lake.table("outcomes").arrow_schema.names
+    staged: list[LakeFile] = []
     for (team, date), part in _partitions(outcomes).items():
-        lake.write("outcomes", part.select(outcome_columns), team_id=team, date=date)
+        staged.append(lake.stage("outcomes", part.select(outcome_columns), team_id=team, date=date))
         mine = atoms.filter(pl.col("team_id") == team, pl.col("date") == date)
         if mine.height:
-            lake.write("assertion_results", mine.select(result_columns), team_id=team, date=date)
+            staged.append(lake.stage("assertion_results", mine.select(result_columns), team_id=team, date=date))
+    if not staged:
+        return 0
+    failpoint("judge.staged")
+    with lake.engine.begin() as conn:
+        conn.execute(t.judging_passes.insert().values(
+            pass_id=pass_id, trigger=trigger, judge=judge, outcomes=outcomes.height, results=atoms.height,
+            created_at=datetime.now(UTC),
+        ))
+        lake.commit(conn, staged, origin="judging", ref=pass_id)
+        failpoint("judge.recorded")
     return outcomes.height
 
 
@@ -72,6 +89,16 @@ def write_verdicts(
         suite_id=pl.lit(suite_id), consumer_key=pl.lit(consumer), criteria=pl.lit(criteria),
         spec_hash=pl.lit(spec_hash), computed_at=pl.lit(datetime.now(UTC)).dt.cast_time_unit("us"),
     )
+    # Uniqueness at write time: a verdict already materialised for this run, consumer and spec stays as it is.
+    done = lake.scan("verdicts", runs=frame["run_id"].unique().to_list()).filter(
+        pl.col("consumer_key") == consumer, pl.col("spec_hash") == spec_hash
+    ).select("verdict_id").collect()
+    frame = frame.filter(~pl.col("verdict_id").is_in(done["verdict_id"].to_list()))
+    if frame.is_empty():
+        return
     columns = lake.table("verdicts").arrow_schema.names
-    for (team, date), part in _partitions(frame).items():
-        lake.write("verdicts", part.select(columns), team_id=team, date=date)
+    staged = [lake.stage("verdicts", part.select(columns), team_id=team, date=date)
+              for (team, date), part in _partitions(frame).items()]
+    failpoint("rescore.staged")
+    with lake.engine.begin() as conn:
+        lake.commit(conn, staged, origin="rescore", ref=f"{consumer}:{spec_hash}")

@@ -1,4 +1,4 @@
-"""DuckDB over the evidence lake: one de-duplicated view per lake table, catalog tables as Arrow.
+"""DuckDB over the evidence lake: one view per lake table over the files its manifest lists, catalog tables as Arrow.
 
 DuckDB never installs or loads an extension here (air-gapped machines are common): Parquet is built
 in, and an object-store lake is reached through its fsspec filesystem, registered on the connection.
@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from assay.core.errors import EvidenceError
 
-from .lake.store import FILE_COLUMN
 from .lake.tables import PARTITIONS
 
 if TYPE_CHECKING:
@@ -26,9 +25,9 @@ _CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": F
 def connect(lake: "Lake", tables: "dict[str, pa.Table] | None" = None) -> "duckdb.DuckDBPyConnection":
     """An in-memory DuckDB connection with a view per lake table and ``tables`` registered by name.
 
-    Each view reads the table's published files (version-checked through ``lake`` first), adds
-    ``team_id`` and ``date`` as VARCHAR and keeps one row per natural key, like :meth:`Lake.scan`.
-    The views list the files present at connection time; reconnect to see later writes.
+    Each view reads the files the manifest lists for the table (older schema versions read as the
+    current one) and adds ``team_id`` and ``date`` as VARCHAR, like :meth:`Lake.scan`. The views list
+    the files live at connection time; reconnect to see later writes.
     """
     import duckdb
 
@@ -37,7 +36,9 @@ def connect(lake: "Lake", tables: "dict[str, pa.Table] | None" = None) -> "duckd
     if not lake.local:
         con.register_filesystem(lake.fs)
     for name, table in lake.tables.items():
-        files = lake.files_by_version(name)
+        files: dict[int, list[str]] = {}
+        for address, version in lake.files(name):
+            files.setdefault(version, []).append(address)
         if files:
             con.execute(f"CREATE VIEW {_quote(name)} AS {_view_sql(table, files)}")
         else:
@@ -50,25 +51,20 @@ def connect(lake: "Lake", tables: "dict[str, pa.Table] | None" = None) -> "duckd
 
 
 def _view_sql(table: "LakeTable", files: dict[int, list[str]]) -> str:
-    """One SELECT per schema version (columns added since filled in), unioned, one row per natural key."""
+    """One SELECT per schema version (columns added since filled in), unioned."""
     hive_types = ", ".join(f"{_literal(p)}: VARCHAR" for p in PARTITIONS)
-    key = ", ".join(map(_quote, table.natural_key))
-    columns = [*table.read_schema.names, FILE_COLUMN]
     parts = []
-    for version, paths in files.items():
+    for version, paths in sorted(files.items()):
         added = table.added_since(version)
         select = ", ".join(
             f"CAST({_sql_value(added[c][0])} AS {_SQL_TYPES[str(added[c][1])]}) AS {_quote(c)}" if c in added else _quote(c)
-            for c in columns
+            for c in table.read_schema.names
         )
         parts.append(
             f"SELECT {select} FROM read_parquet([{', '.join(map(_literal, paths))}], hive_partitioning = true, "
-            f"union_by_name = true, hive_types = {{{hive_types}}}, filename = {_literal(FILE_COLUMN)})"
+            f"hive_types = {{{hive_types}}})"
         )
-    return (
-        f"SELECT {', '.join(map(_quote, table.read_schema.names))} FROM ({' UNION ALL '.join(parts)}) "
-        f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {_quote(table.first_by)}, {_quote(FILE_COLUMN)}) = 1"
-    )
+    return " UNION ALL ".join(parts)
 
 
 _SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN", "string": "VARCHAR"}

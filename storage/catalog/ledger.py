@@ -2,9 +2,9 @@
 
 Every lease operation is one compare-and-set UPDATE whose WHERE clause states the precondition, so
 it is atomic on SQLite and PostgreSQL alike: of N processes racing to claim a run, exactly one
-UPDATE matches. A report first takes the run's row lock with such an UPDATE (only the live lease
-holder's matches), records the request id (a repeat is a no-op), and publishes the evidence files
-to the lake before the transaction commits.
+UPDATE matches. A report writes its evidence files first (invisible), then in one short transaction
+takes the run's row lock with such an UPDATE (only the live lease holder's matches), records the
+request id (a repeat is a no-op) and names the files in the lake's manifest.
 
 A report into a finalised run is dropped loudly: logged, counted, and kept in ``rejected_reports``
 with its whole payload.
@@ -19,10 +19,11 @@ import sqlalchemy as sa
 
 from assay.core.errors import LeaseError, NotFoundError, RunFinalisedError
 from assay.core.evidence import Report
+from assay.core.failpoints import failpoint
 from assay.core.runner import Lease, Receipt
 
 from ..evidence import assemble
-from ..lake import Lake
+from ..lake import Lake, LakeFile
 from . import tables as t
 
 log = logging.getLogger(__name__)
@@ -144,12 +145,29 @@ class CatalogLedger:
 
     # -- reports --------------------------------------------------------------------------------
     def report(self, lease: Lease, report: Report) -> Receipt:
-        """Store a report's evidence under a live lease. Idempotent on ``report.request_id``."""
+        """Store a report's evidence under a live lease. Idempotent on ``report.request_id``.
+
+        The evidence files are written first, with no catalog lock held; then one short transaction
+        checks the lease (compare-and-set), records the request id and names the files in the lake's
+        manifest. Refused or crashed, the files stay unnamed: nobody reads them, and vacuum removes them.
+        """
         now = self.clock()
         seen = sa.select(sa.literal(1)).where(
             t.run_reports.c.run_id == lease.run_id, t.run_reports.c.request_id == report.request_id
         )
         duplicate = Receipt("duplicate", reason=f"request {report.request_id} was already reported")
+        with self.engine.connect() as conn:
+            if conn.execute(seen).first():  # a retry of a report already stored: write nothing at all
+                return duplicate
+            run = conn.execute(sa.select(runs).where(runs.c.run_id == lease.run_id)).first()
+            cases = conn.execute(sa.select(t.run_cases).where(t.run_cases.c.run_id == lease.run_id)).all()
+        if run is None:
+            raise NotFoundError("run", lease.run_id)
+        case_runs, evaluations = assemble(report, run, cases, now)
+        staged = [self.lake.stage("case_runs", case_runs, team_id=run.team_id, date=run.lake_date)]
+        if evaluations.height:
+            staged.append(self.lake.stage("runner_evaluations", evaluations, team_id=run.team_id, date=run.lake_date))
+        failpoint("report.staged")
         with self.engine.connect() as conn, conn.begin() as txn:
             # Taking the row lock first means a concurrent retry of the same request waits here,
             # then sees the first one's request id below.
@@ -162,17 +180,11 @@ class CatalogLedger:
                 txn.rollback()
                 return duplicate
             else:
-                return self._store(conn, lease, report, now)
+                return self._store(conn, lease, report, staged, now)
         return self._reject(lease, report, refusal, now)
 
-    def _store(self, conn: sa.Connection, lease: Lease, report: Report, now: datetime) -> Receipt:
-        run = conn.execute(sa.select(runs).where(runs.c.run_id == lease.run_id)).one()
-        cases = conn.execute(sa.select(t.run_cases).where(t.run_cases.c.run_id == lease.run_id)).all()
-        case_runs, evaluations = assemble(report, run, cases, now)
-        files = [self.lake.write("case_runs", case_runs, team_id=run.team_id, date=run.lake_date)]
-        if evaluations.height:
-            files.append(self.lake.write("runner_evaluations", evaluations, team_id=run.team_id, date=run.lake_date))
-        n_runs, n_evals = case_runs.height, evaluations.height
+    def _store(self, conn: sa.Connection, lease: Lease, report: Report, staged: list[LakeFile], now: datetime) -> Receipt:
+        n_runs, n_evals = (sum(f.rows for f in staged if f.table == name) for name in ("case_runs", "runner_evaluations"))
         conn.execute(
             runs.update()
             .where(runs.c.run_id == lease.run_id)
@@ -181,9 +193,11 @@ class CatalogLedger:
         conn.execute(
             t.run_reports.insert().values(
                 run_id=lease.run_id, request_id=report.request_id, owner=lease.owner,
-                case_runs=n_runs, evaluations=n_evals, files=files, received_at=now,
+                case_runs=n_runs, evaluations=n_evals, files=[self.lake.address(f.path) for f in staged], received_at=now,
             )
         )
+        self.lake.commit(conn, staged, origin="report", ref=f"{lease.run_id}:{report.request_id}")
+        failpoint("report.recorded")
         return Receipt("accepted", case_runs=n_runs, evaluations=n_evals)
 
     def _reject(self, lease: Lease, report: Report, refusal: Exception, now: datetime) -> Receipt:

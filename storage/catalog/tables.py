@@ -244,3 +244,51 @@ rejected_reports = sa.Table(
     sa.Column("received_at", UtcDateTime(), nullable=False, default=_now),
 )
 sa.Index("ix_rejected_reports_run", rejected_reports.c.run_id)
+
+# --- the lake's table metadata: which Parquet files make up each lake table ------------------------
+
+FILE_ORIGINS = ("report", "judging", "rescore", "compaction", "migration")
+"""What added a lake file: an accepted report, a judging pass, a materialised re-score, a compaction,
+or ``assay lake migrate`` (a lake written before the manifest)."""
+
+lake_files = sa.Table(
+    "lake_files",
+    metadata,
+    sa.Column("file_id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("table_name", sa.String(64), nullable=False),
+    sa.Column("team_id", sa.String(64), nullable=False),
+    sa.Column("lake_date", sa.String(10), nullable=False),
+    sa.Column("path", sa.String(512), nullable=False, unique=True),
+    sa.Column("rows", sa.BigInteger, nullable=False),
+    sa.Column("bytes", sa.BigInteger, nullable=False),
+    sa.Column("schema_version", sa.Integer, nullable=False),
+    sa.Column("origin", sa.String(16), nullable=False),
+    sa.Column("origin_ref", sa.String(200), nullable=False),
+    sa.Column("added_at", UtcDateTime(), nullable=False),
+    sa.Column("removed_at", UtcDateTime(), nullable=True),
+    sa.Column("removed_by", sa.String(128), nullable=True),
+    sa.CheckConstraint(
+        "origin IN ('report', 'judging', 'rescore', 'compaction', 'migration')", name="origin"
+    ),
+)
+sa.Index("ix_lake_files_partition", lake_files.c.table_name, lake_files.c.team_id, lake_files.c.lake_date)
+sa.Index("ix_lake_files_removed", lake_files.c.removed_at)
+
+lake_file_runs = sa.Table(
+    "lake_file_runs",
+    metadata,
+    sa.Column("file_id", sa.Integer, sa.ForeignKey("lake_files.file_id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("run_id", sa.String(32), primary_key=True),
+)
+sa.Index("ix_lake_file_runs_run", lake_file_runs.c.run_id)
+
+judging_passes = sa.Table(
+    "judging_passes",
+    metadata,
+    sa.Column("pass_id", sa.String(32), primary_key=True),
+    sa.Column("trigger", sa.String(16), nullable=False),
+    sa.Column("judge", sa.String(128), nullable=True),
+    sa.Column("outcomes", sa.Integer, nullable=False),
+    sa.Column("results", sa.Integer, nullable=False),
+    _created(),
+)

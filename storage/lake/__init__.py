@@ -1,10 +1,12 @@
 """The evidence lake: append-only, hive-partitioned Parquet tables, validated on write.
 
-``Lake`` writes and scans the files; ``TABLES`` is the registry of tables (schema, natural key,
-pandera checks); :mod:`assay.storage.query` puts DuckDB views over the same files.
+``Lake`` stages, commits and scans the files; the catalog's manifest (:mod:`.manifest`) says which
+files make up each table; ``TABLES`` is the registry of tables (schema, natural key, pandera checks);
+:mod:`assay.storage.query` puts DuckDB views over the same files.
 """
 
-from .store import Lake
+from .manifest import FileFilter, LakeFile
+from .store import Lake, LakeLayoutError
 from .tables import (
     ASSERTION_RESULTS,
     CASE_RUNS,
@@ -18,5 +20,5 @@ from .tables import (
 
 __all__ = [
     "ASSERTION_RESULTS", "CASE_RUNS", "OUTCOMES", "PARTITIONS", "RUNNER_EVALUATIONS", "TABLES",
-    "Lake", "LakeTable", "lake_table",
+    "FileFilter", "Lake", "LakeFile", "LakeLayoutError", "LakeTable", "lake_table",
 ]

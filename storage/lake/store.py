@@ -1,8 +1,18 @@
-"""The evidence lake: validated, atomically published, version-checked Parquet files.
+"""The evidence lake: validated Parquet files, visible exactly when the catalog's manifest names them.
 
 Layout: ``<lake>/<table>/team_id=<t>/date=<YYYY-MM-DD>/part-<uuid32hex>.parquet``. Files are written
-once and never changed. Every reader de-duplicates on the table's natural key, keeping the row with
-the smallest ``first_by`` value (ties: the smallest file path), so a retried write never double-counts.
+once and never changed. Writing is two steps:
+
+1. :meth:`Lake.stage` validates rows and writes them as a new file (atomically: a local file appears
+   whole by rename, an object-store file by one PUT). Nobody reads it yet: no manifest row names it.
+2. :meth:`Lake.commit` names the staged files in the manifest, **in the caller's catalog transaction**,
+   next to what makes them true (a report's acceptance, a judging pass). The catalog's write lock is
+   held only for that short transaction, never while Parquet is written.
+
+Readers ask the manifest first (:mod:`.manifest`) and open only the files of the runs, teams and dates
+they need; uniqueness holds at write time (request ids and pass ids are unique in the catalog), so no
+reader de-duplicates. A file no row names (a crashed or refused writer's) is never read, and
+:func:`~.upkeep.vacuum` deletes it after a grace period.
 """
 
 from __future__ import annotations
@@ -10,7 +20,8 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from datetime import date as _date
 from typing import TYPE_CHECKING, Any
 
@@ -18,47 +29,55 @@ import fsspec.core
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+import sqlalchemy as sa
 from fsspec.implementations.local import LocalFileSystem
 
 from assay.core.errors import EvidenceError, IdentifierError, SchemaVersionError
 from assay.core.ids import identifier
 
+from . import manifest
+from .manifest import FileFilter, LakeFile
 from .tables import PARTITIONS, TABLES, LakeTable, conform, validate
 
 if TYPE_CHECKING:
     from assay.core.settings import Settings
 
 TABLE_KEY, VERSION_KEY = b"assay.table", b"assay.schema_version"
-FILE_COLUMN = "__assay_file"
-"""Reader-only column holding each row's file path (the de-duplication tie-break); never returned."""
+MARKER = "_assay_lake.json"
+"""A file at the lake's root saying its files are listed by a catalog manifest (written on first use)."""
+STAGING = "_staging"
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_PART = re.compile(r"team_id=([^/]+)/date=([^/]+)/part-[0-9a-f]{32}\.parquet")
+
+
+class LakeLayoutError(EvidenceError):
+    """A lake written before the manifest existed: its files are listed by nobody yet."""
 
 
 class Lake:
-    """The evidence lake at one fsspec URL or local path."""
+    """The evidence lake at one fsspec URL or local path, its files listed by the catalog at ``engine``."""
 
     def __init__(
         self,
         url: str,
+        engine: sa.Engine,
         storage_options: dict[str, Any] | None = None,
         *,
         tables: Mapping[str, LakeTable] | None = None,
     ):
         """Open the lake at ``url``; ``tables`` replaces the registry (tests use it for extra tables)."""
         self.url = url
+        self.engine = engine
         self.fs, self.root = fsspec.core.url_to_fs(url, **(storage_options or {}))
         self.root = self.root.rstrip("/")
         self.tables: Mapping[str, LakeTable] = TABLES if tables is None else tables
         self.local = isinstance(self.fs, LocalFileSystem)
-        self._versions: dict[str, int] = {}
-        """Schema version of every file checked so far (each file is read for it once)."""
+        self._layout_checked = False
 
     @classmethod
-    def from_settings(cls, settings: "Settings") -> "Lake":
+    def from_settings(cls, settings: "Settings", engine: sa.Engine) -> "Lake":
         """The lake named by the settings (``ASSAY_LAKE_URL``, default ``<home>/lake``)."""
-        return cls(settings.resolved_lake_url)
+        return cls(settings.resolved_lake_url, engine)
 
     def table(self, name: str) -> LakeTable:
         """The registered table ``name``, or :class:`EvidenceError` listing the known tables."""
@@ -67,8 +86,9 @@ class Lake:
         except KeyError:
             raise EvidenceError(f"no lake table {name!r}; known: {', '.join(sorted(self.tables))}") from None
 
-    def write(self, table: str, data: pl.DataFrame | pa.Table, *, team_id: str, date: str) -> str:
-        """Validate ``data`` and publish it as one new file of ``table``; return the file's path.
+    # -- writing ----------------------------------------------------------------------------------
+    def stage(self, table: str, data: pl.DataFrame | pa.Table, *, team_id: str, date: str) -> LakeFile:
+        """Validate ``data`` and write it as one new file of ``table``, not yet visible to any reader.
 
         The partition values are checked before anything else, and a validation failure raises
         :class:`EvidenceError` having written nothing.
@@ -76,122 +96,167 @@ class Lake:
         t = self.table(table)
         identifier(team_id, "team_id")
         _check_date(date)
+        self.check_layout(creating=True)
         arrow = validate(t, conform(t, data))
-        meta = {TABLE_KEY: t.name.encode(), VERSION_KEY: str(t.version).encode()}
-        arrow = arrow.replace_schema_metadata(meta)
-        final = f"{self.root}/{t.name}/team_id={team_id}/date={date}/part-{uuid.uuid4().hex}.parquet"
-        if self.local:
-            self._publish_local(arrow, final)
-        else:  # an object store: one PUT of the finished bytes is atomic
+        arrow = arrow.replace_schema_metadata({TABLE_KEY: t.name.encode(), VERSION_KEY: str(t.version).encode()})
+        relative = f"{t.name}/team_id={team_id}/date={date}/part-{uuid.uuid4().hex}.parquet"
+        size = self._put(arrow, self.path(relative))
+        runs = tuple(sorted(set(arrow.column("run_id").to_pylist()))) if "run_id" in arrow.column_names else ()
+        return LakeFile(t.name, relative, team_id, date, arrow.num_rows, size, t.version, runs)
+
+    def _put(self, arrow: pa.Table, final: str) -> int:
+        """Write ``arrow`` to ``final`` so that it appears whole or not at all; return its size in bytes."""
+        if not self.local:  # an object store: one PUT of the finished bytes is atomic
             sink = pa.BufferOutputStream()
             pq.write_table(arrow, sink, compression="zstd")
-            self.fs.pipe_file(final, sink.getvalue().to_pybytes())
-        self._versions[final] = t.version
-        return self._address(final)
-
-    def _publish_local(self, arrow: pa.Table, final: str) -> None:
-        staging = f"{self.root}/_staging"
+            body = sink.getvalue().to_pybytes()
+            self.fs.pipe_file(final, body)
+            return len(body)
+        staging = f"{self.root}/{STAGING}"
         os.makedirs(staging, exist_ok=True)
         tmp = f"{staging}/{uuid.uuid4().hex}.tmp"
         try:
             pq.write_table(arrow, tmp, compression="zstd")
+            size = os.path.getsize(tmp)
             os.makedirs(os.path.dirname(final), exist_ok=True)
             os.replace(tmp, final)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
+        return size
 
-    def files(self, table: str) -> list[str]:
-        """Every published file of ``table`` (URLs off the local disk), sorted, each version-checked."""
-        return [self._address(p) for p in self._published(self.table(table))]
+    def commit(self, conn: sa.Connection, written: Sequence[LakeFile], *, origin: str, ref: str) -> None:
+        """Name ``written`` in the manifest within ``conn``'s transaction (visible when it commits)."""
+        manifest.record(conn, written, origin=origin, ref=ref, now=datetime.now(UTC))
 
-    def files_by_version(self, table: str) -> dict[int, list[str]]:
-        """:meth:`files`, grouped by each file's schema version (oldest first)."""
-        return {v: [self._address(p) for p in paths] for v, paths in self._by_version(self.table(table)).items()}
+    def write(self, table: str, data: pl.DataFrame | pa.Table, *, team_id: str, date: str, origin: str,
+              ref: str) -> str:
+        """Stage ``data`` and commit it at once, in a transaction of its own; return the file's address."""
+        staged = self.stage(table, data, team_id=team_id, date=date)
+        with self.engine.begin() as conn:
+            self.commit(conn, [staged], origin=origin, ref=ref)
+        return self.address(staged.path)
 
-    def _by_version(self, t: LakeTable) -> dict[int, list[str]]:
-        grouped: dict[int, list[str]] = {}
-        for path in self._published(t):
-            grouped.setdefault(self._versions[path], []).append(path)
-        return dict(sorted(grouped.items()))
+    # -- reading ----------------------------------------------------------------------------------
+    def files(self, table: str, where: FileFilter = FileFilter()) -> list[tuple[str, int]]:
+        """(address, schema version) of the live files of ``table`` that ``where`` selects."""
+        self.check_layout()
+        with self.engine.connect() as conn:
+            return [(self.address(p), v) for p, v in manifest.live(conn, self.table(table).name, where)]
 
-    def _published(self, t: LakeTable) -> list[str]:
-        """Filesystem paths of ``t``'s files; each is version-checked once per Lake instance."""
-        base = f"{self.root}/{t.name}"
-        self.fs.invalidate_cache(base)  # an object store's cached listing would hide other writers' files
-        if not self.fs.exists(base):
-            return []
-        found = sorted(p for p in self.fs.find(base) if p.endswith(".parquet"))
-        for path in found:
-            if not _PART.fullmatch(path[len(base) + 1 :]):
-                raise EvidenceError(f"{self._address(path)}: not a lake file path (<table>/team_id=/date=/part-<hex>)")
-            if path not in self._versions:
-                self._versions[path] = self._check_version(t, path)
-        return found
+    def scan(self, table: str, where: FileFilter = FileFilter(), **narrow: Any) -> pl.LazyFrame:
+        """The rows of ``table`` in the files ``where`` (or ``runs=``, ``teams=``, ...) selects, lazily.
 
-    def _check_version(self, t: LakeTable, path: str) -> int:
-        """The file's schema version, once checked to be one ``t`` reads, with that version's columns."""
-        schema = pq.read_schema(path, filesystem=None if self.local else self.fs)
-        meta = schema.metadata or {}
-        where = self._address(path)
-        found = meta.get(VERSION_KEY, b"").decode()
-        known = t.known_versions
-        if found not in {str(v) for v in known}:
-            raise SchemaVersionError(where, found or None, known)
-        version = int(found)
-        if meta.get(TABLE_KEY) != t.name.encode():
-            raise EvidenceError(f"{where}: file claims table {meta.get(TABLE_KEY)!r}, expected {t.name!r}")
-        if not schema.remove_metadata().equals(t.file_schema(version)):
-            raise EvidenceError(f"{where}: columns differ from {t.name} v{version}: {schema.names}")
-        return version
-
-    def scan(self, table: str) -> pl.LazyFrame:
-        """All rows of ``table``, partition columns added as strings, one row per natural key."""
+        Partition columns ``team_id`` and ``date`` are added as strings. Files of older schema
+        versions read as the current one. A named file that is missing raises :class:`EvidenceError`
+        naming it (only for readers of its partition: others never open it).
+        """
         t = self.table(table)
-        by_version = self._by_version(t)
-        if not by_version:
+        where = FileFilter(**narrow) if narrow else where
+        found = self.files(table, where)
+        if not found:
             return pl.LazyFrame(schema=pl.from_arrow(t.read_schema.empty_table()).schema)  # type: ignore[union-attr]
-        lf = pl.concat([self._scan_version(t, v, paths) for v, paths in by_version.items()], how="vertical")
-        first = pl.col(FILE_COLUMN).sort_by(t.first_by, FILE_COLUMN).first().over(t.natural_key)
-        return lf.filter(pl.col(FILE_COLUMN) == first).select(t.read_schema.names)
+        by_version: dict[int, list[str]] = {}
+        for address, version in found:
+            if version not in t.known_versions:
+                raise SchemaVersionError(address, version, t.known_versions)
+            by_version.setdefault(version, []).append(address)
+        if self.local:
+            missing = [a for a, _ in found if not os.path.exists(a)]
+            if missing:
+                raise EvidenceError(
+                    f"lake file {missing[0]} is listed by the manifest but missing"
+                    + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                    + "; restore it from a backup: the rows it held cannot be read"
+                )
+        return pl.concat([self._scan_version(t, v, paths) for v, paths in sorted(by_version.items())], how="vertical")
 
-    def _scan_version(self, t: LakeTable, version: int, files: list[str]) -> pl.LazyFrame:
+    def _scan_version(self, t: LakeTable, version: int, paths: list[str]) -> pl.LazyFrame:
         """Files of one schema version, read as the current version (columns added since filled in)."""
         if self.local:
             lf = pl.scan_parquet(
-                files,
-                hive_partitioning=True,
-                hive_schema={p: pl.String for p in PARTITIONS},
+                paths, hive_partitioning=True, hive_schema={p: pl.String for p in PARTITIONS},
                 try_parse_hive_dates=False,
-                include_file_paths=FILE_COLUMN,
             )
         else:
-            tables = (self._read_remote(t, version, f) for f in files)
-            lf = pl.from_arrow(pa.concat_tables(tables)).lazy()  # type: ignore[union-attr]
+            lf = pl.from_arrow(pa.concat_tables(self._read_remote(t, version, p) for p in paths)).lazy()  # type: ignore[union-attr]
         added = t.added_since(version)
         if added:
             dtypes = pl.from_arrow(pa.schema([(n, typ) for n, (_, typ) in added.items()]).empty_table()).schema  # type: ignore[union-attr]
             lf = lf.with_columns(pl.lit(value, dtypes[name]).alias(name) for name, (value, _) in added.items())
-        return lf.select([*t.read_schema.names, FILE_COLUMN])
+        return lf.select(t.read_schema.names)
 
-    def _read_remote(self, t: LakeTable, version: int, path: str) -> pa.Table:
-        arrow = pq.read_table(path, filesystem=self.fs, schema=t.file_schema(version))
-        parts = _PART.search(path)
-        assert parts is not None  # files() checked the layout
-        for name, value in [*zip(PARTITIONS, parts.groups()), (FILE_COLUMN, self._address(path))]:
+    def _read_remote(self, t: LakeTable, version: int, address: str) -> pa.Table:
+        arrow = pq.read_table(address, filesystem=self.fs, schema=t.file_schema(version))
+        parts = re.search(r"team_id=([^/]+)/date=([^/]+)/", address)
+        assert parts is not None  # the manifest only names files in the layout
+        for name, value in zip(PARTITIONS, parts.groups(), strict=True):
             arrow = arrow.append_column(name, pa.array([value] * arrow.num_rows, pa.string()))
         return arrow
 
-    def read(self, table: str, **equals: Any) -> pl.DataFrame:
-        """``scan(table)`` filtered on column equality (``read("case_runs", run_id="r1")``), collected."""
-        lf = self.scan(table)
+    def read(self, table: str, where: FileFilter = FileFilter(), **equals: Any) -> pl.DataFrame:
+        """:meth:`scan` filtered on column equality (``read("case_runs", run_id="r1")``), collected.
+
+        Filtering on ``run_id`` also opens only that run's files. A corrupt file is named in the error.
+        """
+        if "run_id" in equals and where.runs is None:
+            where = FileFilter(runs=[equals["run_id"]], teams=where.teams, since=where.since, until=where.until)
+        lf = self.scan(table, where)
         unknown = set(equals) - set(lf.collect_schema().names())
         if unknown:
             raise EvidenceError(f"{table}: no column(s) {sorted(unknown)} to filter on")
-        return lf.filter(**equals).collect() if equals else lf.collect()
+        return self.collect(lf.filter(**equals) if equals else lf, table, where)
 
-    def _address(self, path: str) -> str:
+    def collect(self, frame: pl.LazyFrame, table: str, where: FileFilter = FileFilter()) -> pl.DataFrame:
+        """Collect a query over :meth:`scan`; when a file cannot be read, say which one."""
+        try:
+            return frame.collect()
+        except (pl.exceptions.ComputeError, OSError) as exc:
+            self.check_files(table, where)
+            raise EvidenceError(f"{table}: the lake could not be read: {exc}") from None
+
+    def check_files(self, table: str, where: FileFilter = FileFilter()) -> None:
+        """Read the footer of every selected file; raise :class:`EvidenceError` naming the first bad one."""
+        t = self.table(table)
+        for address, version in self.files(table, where):
+            try:
+                schema = pq.read_schema(address, filesystem=None if self.local else self.fs)
+            except (OSError, pa.ArrowException) as exc:
+                raise EvidenceError(f"lake file {address} cannot be read ({exc}); restore it from a backup") from None
+            if not schema.remove_metadata().equals(t.file_schema(version)):
+                raise EvidenceError(f"lake file {address}: columns differ from {t.name} v{version}: {schema.names}")
+
+    # -- places -----------------------------------------------------------------------------------
+    def path(self, relative: str) -> str:
+        """The filesystem path of a file named relative to the lake's root."""
+        return f"{self.root}/{relative}"
+
+    def address(self, relative: str) -> str:
+        """Where readers find a file: its local path, or its URL on an object store."""
+        path = self.path(relative)
         return path if self.local else self.fs.unstrip_protocol(path)
+
+    def accept_layout(self) -> None:
+        """Skip the layout check for this instance (``assay lake migrate`` writes into an unlisted lake)."""
+        self._layout_checked = True
+
+    def check_layout(self, *, creating: bool = False) -> None:
+        """Refuse a lake written before the manifest (run ``assay lake migrate``); mark a new one."""
+        if self._layout_checked:
+            return
+        marker = self.path(MARKER)
+        if not self.fs.exists(marker):
+            old = [name for name in self.tables if self.fs.exists(self.path(name))]
+            if old:
+                raise LakeLayoutError(
+                    f"the lake at {self.url} holds tables ({', '.join(old)}) that no catalog manifest lists: it was "
+                    "written by an earlier Assay. Run `assay lake migrate` once to list its files in the catalog"
+                )
+            if not creating:
+                return
+            self.fs.makedirs(self.root, exist_ok=True)
+            self.fs.pipe_file(marker, b'{"format": "assay.lake", "files": "listed by the catalog manifest"}\n')
+        self._layout_checked = True
 
 
 def _check_date(value: Any) -> str:
@@ -203,3 +268,6 @@ def _check_date(value: Any) -> str:
     except ValueError:
         raise IdentifierError("date", value, rule) from None
     return value
+
+
+__all__ = ["MARKER", "STAGING", "Lake", "LakeLayoutError", "TABLE_KEY", "VERSION_KEY"]

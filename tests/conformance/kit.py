@@ -68,7 +68,8 @@ def claim_once(url: str, lake_url: str, run_id: str, owner: str, start, results)
     """Subprocess body for the race: wait for the start signal, try to claim, report the outcome."""
     from assay.core.errors import LeaseError
 
-    ledger = CatalogLedger(create_catalog_engine(url), Lake(lake_url))
+    engine = create_catalog_engine(url)
+    ledger = CatalogLedger(engine, Lake(lake_url, engine))
     start.wait()
     try:
         ledger.claim(run_id, owner, 60)
@@ -87,7 +88,7 @@ def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: st
     import polars  # noqa: F401
 
     engine = create_catalog_engine(url)
-    ledger = CatalogLedger(engine, Lake(lake_url))
+    ledger = CatalogLedger(engine, Lake(lake_url, engine))
     runner = runner_class(runner_name)()
     runner.batch_size = 1
     original = ledger.report

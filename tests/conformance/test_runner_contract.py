@@ -47,8 +47,8 @@ def per_runner(test):
 
 
 @pytest.fixture
-def lake(tmp_path: Path) -> Lake:
-    return Lake(str(tmp_path / "lake"))
+def lake(tmp_path: Path, engine: sa.Engine) -> Lake:
+    return Lake(str(tmp_path / "lake"), engine)
 
 
 @pytest.fixture

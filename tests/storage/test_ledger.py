@@ -26,7 +26,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def ledger(engine: sa.Engine, tmp_path: Path, clock: Clock) -> CatalogLedger:
-    return CatalogLedger(engine, Lake(str(tmp_path / "lake")), clock=clock)
+    return CatalogLedger(engine, Lake(str(tmp_path / "lake"), engine), clock=clock)
 
 
 @pytest.fixture

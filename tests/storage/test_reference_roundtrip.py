@@ -19,6 +19,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from assay.core.evidence import case_run_schema
+from assay.storage.catalog.engine import create_catalog_engine, migrate
 from assay.storage.lake import Lake, LakeTable, lake_table
 from assay.storage.query import connect
 
@@ -112,9 +113,11 @@ def test_the_generator_covers_what_it_claims() -> None:
 
 @pytest.mark.parametrize("seed", range(12))
 def test_every_type_round_trips_through_parquet_polars_and_duckdb(tmp_path: Path, seed: int) -> None:
-    lake = Lake(str(tmp_path / "lake"), tables={"reference": REFERENCE})
+    engine = create_catalog_engine(f"sqlite:///{tmp_path / 'catalog.db'}")
+    migrate(engine)
+    lake = Lake(str(tmp_path / "lake"), engine, tables={"reference": REFERENCE})
     written = reference_rows(seed)
-    lake.write("reference", written, team_id="team-a", date="2024-02-29")
+    lake.write("reference", written, team_id="team-a", date="2024-02-29", origin="migration", ref="test")
     expected = written.with_columns(team_id=pl.lit("team-a"), date=pl.lit("2024-02-29")).sort("key")
 
     from_polars = lake.scan("reference").collect().sort("key")
