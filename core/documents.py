@@ -6,7 +6,10 @@ from typing import Any, Literal
 
 Stability = Literal["experimental", "stable", "deprecated"]
 
-_COMMANDS = ("run", "runs", "load", "init", "demo", "reap", "bench", "judge", "rejudge", "rescore", "verdicts", "plan")
+_COMMANDS = (
+    "run", "runs", "load", "init", "demo", "reap", "bench", "judge", "rejudge", "rescore", "verdicts", "plan",
+    "lake.migrate", "lake.vacuum", "lake.compact", "query",
+)
 
 DOCUMENTS: dict[str, tuple[int, Stability]] = {f"assay.{name}": (1, "experimental") for name in _COMMANDS}
 """Known document schemas: id -> (current revision, stability)."""

@@ -34,6 +34,13 @@ class Settings(BaseSettings):
     lease_seconds: float = 120.0
     """How long a claimed lease lasts before it must be renewed."""
 
+    lake_grace_seconds: float = Field(default=3600.0, gt=0)
+    """How long a file nobody lists (a crashed writer's) or a compaction retired stays before vacuum
+    deletes it; longer than any writer takes between writing a file and committing it."""
+
+    lake_target_file_bytes: int = Field(default=128 * 2**20, gt=0)
+    """The size compaction aims for when it rewrites a partition's small files."""
+
     @property
     def resolved_catalog_url(self) -> str:
         return self.catalog_url or f"sqlite:///{(self.home / 'catalog.db').resolve()}"

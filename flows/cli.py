@@ -25,6 +25,8 @@ app = typer.Typer(
 )
 runs_app = typer.Typer(help="The run ledger.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
+lake_app = typer.Typer(help="The evidence lake: its files, as the catalog's manifest lists them.", no_args_is_help=True)
+app.add_typer(lake_app, name="lake")
 
 _state = {"debug": False}
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")]
@@ -259,6 +261,30 @@ def demo(
 
     summary = run_demo(_console(), quiet=as_json, reset=reset)
     _emit("assay.demo", summary, as_json)
+
+
+@lake_app.command("migrate")
+def lake_migrate(as_json: JsonOpt = False) -> None:
+    """List a lake written by an earlier Assay in the catalog's manifest, de-duplicating once."""
+    from .operations import migrate_lake
+
+    result = migrate_lake(_workspace())
+    if not _emit("assay.lake.migrate", {"tables": result}, as_json):
+        if not result:
+            _console().print("the lake is listed by the manifest already: nothing to do")
+        for table, counts in sorted(result.items()):
+            _console().print(f"{table}: {counts['files']} file(s) listed, {counts['rewritten']} rewritten, "
+                             f"{counts['duplicates_dropped']} duplicate row(s) dropped")
+
+
+@lake_app.command("vacuum")
+def lake_vacuum(as_json: JsonOpt = False) -> None:
+    """Delete lake files nobody reads (unlisted, or retired by compaction) once past the grace period."""
+    from .operations import vacuum
+
+    result = vacuum(_workspace())
+    if not _emit("assay.lake.vacuum", result, as_json):
+        _console().print(f"deleted {result['unnamed']} unlisted and {result['retired']} retired file(s)")
 
 
 def main(argv: list[str] | None = None) -> None:

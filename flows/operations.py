@@ -88,3 +88,18 @@ def finish_run(ws: Workspace, run_id: str) -> RunRow:
 def reap(ws: Workspace) -> dict[str, list[str]]:
     """Resolve expired leases and passed deadlines to timed_out."""
     return ws.ledger.reap()
+
+
+def vacuum(ws: Workspace) -> dict[str, int]:
+    """Delete lake files nobody will read again (unnamed, or retired), once past the grace period."""
+    from assay.storage.lake.upkeep import vacuum as vacuum_lake
+
+    return vacuum_lake(ws.lake, grace_seconds=ws.settings.lake_grace_seconds)
+
+
+def migrate_lake(ws: Workspace) -> dict[str, dict[str, int]]:
+    """List a lake written before the manifest in the catalog (once; de-duplicating)."""
+    from assay.storage.lake.upkeep import migrate
+
+    return migrate(ws.lake)
+
