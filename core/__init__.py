@@ -8,6 +8,7 @@ from .criteria import CriteriaSpec, ThresholdGroup
 from .documents import document
 from .errors import (
     AssayError,
+    ConcurrentWriteError,
     BundleError,
     ConfigError,
     CriteriaError,
@@ -31,7 +32,7 @@ from .runner import CaseSpec, DriveResult, Heartbeat, Lease, Ledger, Receipt, Ru
 from .settings import Settings
 
 __all__ = [
-    "AssayError", "BundleError", "ConfigError", "CriteriaError", "EvidenceError", "IdentifierError",
+    "AssayError", "BundleError", "ConcurrentWriteError", "ConfigError", "CriteriaError", "EvidenceError", "IdentifierError",
     "ImmutableError", "LeaseError", "NotFoundError", "RunFinalisedError", "RunnerError",
     "SchemaVersionError", "TransientRunnerError",
     "CaseRun", "Evaluation", "Report", "ToolCall", "Turn", "case_run_schema", "evaluation_schema",

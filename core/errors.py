@@ -93,3 +93,9 @@ class TransientRunnerError(RunnerError):
     """A runner failure that may go away on retry (rate limit, timeout, 5xx)."""
 
     transient = True
+
+
+class ConcurrentWriteError(AssayError, RuntimeError):
+    """Another writer changed the same lake state first (a judging pass, a compaction); nothing was written."""
+
+    transient = True

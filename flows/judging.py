@@ -67,7 +67,7 @@ def judge_runs(
     with ws.engine.connect() as conn:
         todo = assignments(conn, run_ids, case_runs)
     previous = (
-        latest(_atoms(ws, run_ids))
+        latest(ws.lake.scan("assertion_results", runs=run_ids).filter(_in("run_id", run_ids)))
         .select("case_run_id", "assertion_id", *STORED)
         .collect()
     )
@@ -86,8 +86,10 @@ def judge_runs(
     }
 
 
-def _atoms(ws: Workspace, run_ids: Sequence[str]) -> pl.LazyFrame:
-    return ws.lake.scan("assertion_results", runs=run_ids).filter(_in("run_id", run_ids))
+def _atoms(ws: Workspace, run_ids: Sequence[str], suite_id: str | None = None) -> pl.LazyFrame:
+    """The current atoms (each case run's latest outcome's) of ``run_ids``, read from the lake's state."""
+    where = FileFilter(suites=[suite_id]) if suite_id else FileFilter(runs=run_ids)
+    return ws.lake.scan("current_results", where).filter(_in("run_id", run_ids))
 
 
 def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) -> list[dict[str, Any]]:
@@ -150,7 +152,8 @@ def rescore(
         stamped = {
             r.run_id: (r.verdict, r.version) for r in stamped_criteria(conn, runs) if r.consumer_key == consumer
         }
-    verdicts = run_verdicts(_atoms(ws, list(runs)), spec).collect()
+    verdicts = ws.lake.collect(run_verdicts(_atoms(ws, list(runs), s.suite_id), spec), "current_results",
+                               FileFilter(suites=[s.suite_id]))
     table = verdicts.select("run_id", "verdict", "reason").with_columns(
         stamped=pl.col("run_id").replace_strict({k: v[0] for k, v in stamped.items()}, default=None,
                                                  return_dtype=pl.String),

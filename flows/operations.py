@@ -98,8 +98,16 @@ def vacuum(ws: Workspace) -> dict[str, int]:
 
 
 def migrate_lake(ws: Workspace) -> dict[str, dict[str, int]]:
-    """List a lake written before the manifest in the catalog (once; de-duplicating)."""
+    """List a lake written before the manifest in the catalog (once; de-duplicating), then derive its
+    re-score state (each case run's latest outcome's atoms) by the one definition of "latest"."""
+    from assay.storage.judgments import write_current
     from assay.storage.lake.upkeep import migrate
+    from assay.transforms.verdicts import latest
 
-    return migrate(ws.lake)
+    report = migrate(ws.lake)
+    if report.get("assertion_results"):
+        current = latest(ws.lake.scan("assertion_results")).collect()
+        report["current_results"] = {"files": 0, "rewritten": 0, "duplicates_dropped": 0,
+                                     "rows": write_current(ws.lake, current)}
+    return report
 

@@ -11,17 +11,18 @@ their atoms, or not at all.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
+from assay.core.errors import ConcurrentWriteError
 from assay.core.failpoints import failpoint
 from assay.core.ids import new_id, stable_id
 
 from .catalog import tables as t
-from .lake import Lake, LakeFile
+from .lake import FileFilter, Lake, LakeFile, manifest
 
-__all__ = ["write_pass", "write_verdicts"]
+__all__ = ["write_current", "write_pass", "write_verdicts"]
 
 OUTCOME_KEYS = ("case_run_id", "run_id", "case_key", "team_id", "date", "evaluated", "carried")
 """What :func:`write_pass` needs to know of each case run that gets an outcome."""
@@ -44,7 +45,16 @@ def write_pass(
     assertion columns and met, value, reason, evaluator, evaluator_version. Results of case runs
     without an outcome row are not written. Returns the number of outcomes written.
     """
-    now = pl.lit(datetime.now(UTC)).dt.cast_time_unit("us")
+    if outcomes.is_empty():
+        return 0
+    superseded, kept = _current_of(lake, outcomes)
+    # A pass is later than every outcome it supersedes, even on a machine whose clock is behind: the
+    # latest outcome by judged_at is then always the last one committed.
+    after = kept["judged_at"].max() if kept is not None and kept.height else None
+    moment = datetime.now(UTC)
+    if after is not None and moment <= after:
+        moment = after + timedelta(microseconds=1)
+    now = pl.lit(moment).dt.cast_time_unit("us")
     pass_id = new_id()
     outcomes = outcomes.select(OUTCOME_KEYS).with_columns(
         outcome_id=_ids(pl.Series([pass_id] * outcomes.height), outcomes["case_run_id"])
@@ -63,8 +73,7 @@ def write_pass(
         mine = atoms.filter(pl.col("team_id") == team, pl.col("date") == date)
         if mine.height:
             staged.append(lake.stage("assertion_results", mine.select(result_columns), team_id=team, date=date))
-    if not staged:
-        return 0
+    current = _stage_current(lake, kept, atoms)
     failpoint("judge.staged")
     with lake.engine.begin() as conn:
         conn.execute(t.judging_passes.insert().values(
@@ -72,8 +81,46 @@ def write_pass(
             created_at=datetime.now(UTC),
         ))
         lake.commit(conn, staged, origin="judging", ref=pass_id)
+        if manifest.retire(conn, superseded, by=pass_id, now=datetime.now(UTC)) != len(superseded):
+            raise ConcurrentWriteError(
+                f"judging pass {pass_id}: another pass changed the current results of these runs meanwhile; "
+                "nothing was written; judge again"
+            )
+        lake.commit(conn, current, origin="judging", ref=pass_id)
         failpoint("judge.recorded")
     return outcomes.height
+
+
+def _current_of(lake: Lake, outcomes: pl.DataFrame) -> tuple[list[str], pl.DataFrame | None]:
+    """The live ``current_results`` files holding any run of ``outcomes``, and their rows that stay.
+
+    Copy on write: a pass retires those files whole and writes their rows again, minus the case runs
+    it gives a new outcome (:func:`_stage_current`), so the current state is never edited in place.
+    """
+    where = FileFilter(runs=outcomes["run_id"].unique().to_list())
+    superseded = [path for path, _ in lake.live("current_results", where)]
+    if not superseded:
+        return [], None
+    rows = lake.collect(lake.scan("current_results", where), "current_results", where)
+    judged = rows["case_run_id"].is_in(outcomes["case_run_id"].to_list())
+    return superseded, rows.with_columns(_judged=judged)
+
+
+def _stage_current(lake: Lake, kept: pl.DataFrame | None, atoms: pl.DataFrame) -> list[LakeFile]:
+    """Stage the new current state of the judged runs' files: the rows that stay, plus this pass's atoms."""
+    fresh = atoms.select(*lake.table("current_results").arrow_schema.names, "team_id", "date")
+    rows = fresh if kept is None else pl.concat([kept.filter(~pl.col("_judged")).select(fresh.columns), fresh])
+    return [lake.stage("current_results", part.drop("team_id", "date"), team_id=team, date=date)
+            for (team, date), part in _partitions(rows).items()]
+
+
+def write_current(lake: Lake, atoms: pl.DataFrame) -> int:
+    """Write the re-score state of a lake listed by ``assay lake migrate``: ``atoms`` are the atoms of each
+    case run's latest outcome (with ``team_id`` and ``date``). Returns the number of rows written."""
+    staged = _stage_current(lake, None, atoms)
+    with lake.engine.begin() as conn:
+        lake.commit(conn, staged, origin="migration", ref="assay lake migrate: current results")
+    return atoms.height
 
 
 def write_verdicts(

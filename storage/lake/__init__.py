@@ -5,11 +5,13 @@ files make up each table; ``TABLES`` is the registry of tables (schema, natural 
 :mod:`assay.storage.query` puts DuckDB views over the same files.
 """
 
+from . import manifest
 from .manifest import FileFilter, LakeFile
 from .store import Lake, LakeLayoutError
 from .tables import (
     ASSERTION_RESULTS,
     CASE_RUNS,
+    CURRENT_RESULTS,
     OUTCOMES,
     PARTITIONS,
     RUNNER_EVALUATIONS,
@@ -19,6 +21,6 @@ from .tables import (
 )
 
 __all__ = [
-    "ASSERTION_RESULTS", "CASE_RUNS", "OUTCOMES", "PARTITIONS", "RUNNER_EVALUATIONS", "TABLES",
-    "FileFilter", "Lake", "LakeFile", "LakeLayoutError", "LakeTable", "lake_table",
+    "ASSERTION_RESULTS", "CASE_RUNS", "CURRENT_RESULTS", "OUTCOMES", "PARTITIONS", "RUNNER_EVALUATIONS", "TABLES",
+    "FileFilter", "Lake", "manifest", "LakeFile", "LakeLayoutError", "LakeTable", "lake_table",
 ]

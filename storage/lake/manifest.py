@@ -43,6 +43,8 @@ class FileFilter:
     """Which files of a table a reader needs: any combination narrows (None: no condition)."""
 
     runs: Sequence[str] | None = None
+    suites: Sequence[str] | None = None
+    """Suite ids: the files holding any run of these suites."""
     teams: Sequence[str] | None = None
     since: str | None = None
     """First partition date (``YYYY-MM-DD``) to include."""
@@ -68,6 +70,9 @@ def live(conn: sa.Connection, table: str, where: FileFilter) -> list[tuple[str, 
     q = sa.select(files.c.path, files.c.schema_version).where(files.c.table_name == table, files.c.removed_at.is_(None))
     if where.runs is not None:
         q = q.where(files.c.file_id.in_(sa.select(file_runs.c.file_id).where(file_runs.c.run_id.in_(list(where.runs)))))
+    if where.suites is not None:
+        of_suites = sa.select(t.runs.c.run_id).where(t.runs.c.suite_id.in_(list(where.suites)))
+        q = q.where(files.c.file_id.in_(sa.select(file_runs.c.file_id).where(file_runs.c.run_id.in_(of_suites))))
     if where.teams is not None:
         q = q.where(files.c.team_id.in_(list(where.teams)))
     if where.since is not None:

@@ -17,6 +17,7 @@ reader de-duplicates. A file no row names (a crashed or refused writer's) is nev
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import uuid
@@ -46,6 +47,9 @@ TABLE_KEY, VERSION_KEY = b"assay.table", b"assay.schema_version"
 MARKER = "_assay_lake.json"
 """A file at the lake's root saying its files are listed by a catalog manifest (written on first use)."""
 STAGING = "_staging"
+ROW_GROUP_ROWS = 256 * 1024
+"""Rows per Parquet row group: large enough for fast scans, small enough that a filter on a sorted
+column (``run_id``) skips most of a compacted file."""
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -98,6 +102,8 @@ class Lake:
         _check_date(date)
         self.check_layout(creating=True)
         arrow = validate(t, conform(t, data))
+        if t.sort_by:
+            arrow = arrow.sort_by([(c, "ascending") for c in t.sort_by])
         arrow = arrow.replace_schema_metadata({TABLE_KEY: t.name.encode(), VERSION_KEY: str(t.version).encode()})
         relative = f"{t.name}/team_id={team_id}/date={date}/part-{uuid.uuid4().hex}.parquet"
         size = self._put(arrow, self.path(relative))
@@ -108,7 +114,7 @@ class Lake:
         """Write ``arrow`` to ``final`` so that it appears whole or not at all; return its size in bytes."""
         if not self.local:  # an object store: one PUT of the finished bytes is atomic
             sink = pa.BufferOutputStream()
-            pq.write_table(arrow, sink, compression="zstd")
+            pq.write_table(arrow, sink, compression="zstd", row_group_size=ROW_GROUP_ROWS)
             body = sink.getvalue().to_pybytes()
             self.fs.pipe_file(final, body)
             return len(body)
@@ -116,7 +122,7 @@ class Lake:
         os.makedirs(staging, exist_ok=True)
         tmp = f"{staging}/{uuid.uuid4().hex}.tmp"
         try:
-            pq.write_table(arrow, tmp, compression="zstd")
+            pq.write_table(arrow, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
             size = os.path.getsize(tmp)
             os.makedirs(os.path.dirname(final), exist_ok=True)
             os.replace(tmp, final)
@@ -139,10 +145,23 @@ class Lake:
 
     # -- reading ----------------------------------------------------------------------------------
     def files(self, table: str, where: FileFilter = FileFilter()) -> list[tuple[str, int]]:
-        """(address, schema version) of the live files of ``table`` that ``where`` selects."""
+        """(address, schema version) of the live files of ``table`` that ``where`` selects.
+
+        A file of a schema version this build does not read raises :class:`SchemaVersionError` naming
+        it, so every reader (:meth:`scan`, the DuckDB views) refuses it before opening anything.
+        """
+        t = self.table(table)
+        found = [(self.address(p), v) for p, v in self.live(table, where)]
+        for address, version in found:
+            if version not in t.known_versions:
+                raise SchemaVersionError(address, version, t.known_versions)
+        return found
+
+    def live(self, table: str, where: FileFilter = FileFilter()) -> list[tuple[str, int]]:
+        """(path relative to the root, schema version) of the live files of ``table`` that ``where`` selects."""
         self.check_layout()
         with self.engine.connect() as conn:
-            return [(self.address(p), v) for p, v in manifest.live(conn, self.table(table).name, where)]
+            return manifest.live(conn, self.table(table).name, where)
 
     def scan(self, table: str, where: FileFilter = FileFilter(), **narrow: Any) -> pl.LazyFrame:
         """The rows of ``table`` in the files ``where`` (or ``runs=``, ``teams=``, ...) selects, lazily.
@@ -158,8 +177,6 @@ class Lake:
             return pl.LazyFrame(schema=pl.from_arrow(t.read_schema.empty_table()).schema)  # type: ignore[union-attr]
         by_version: dict[int, list[str]] = {}
         for address, version in found:
-            if version not in t.known_versions:
-                raise SchemaVersionError(address, version, t.known_versions)
             by_version.setdefault(version, []).append(address)
         if self.local:
             missing = [a for a, _ in found if not os.path.exists(a)]
@@ -200,9 +217,9 @@ class Lake:
         Filtering on ``run_id`` also opens only that run's files. A corrupt file is named in the error.
         """
         if "run_id" in equals and where.runs is None:
-            where = FileFilter(runs=[equals["run_id"]], teams=where.teams, since=where.since, until=where.until)
+            where = dataclasses.replace(where, runs=[equals["run_id"]])
         lf = self.scan(table, where)
-        unknown = set(equals) - set(lf.collect_schema().names())
+        unknown = set(equals) - set(self.table(table).read_schema.names)  # known without opening a file
         if unknown:
             raise EvidenceError(f"{table}: no column(s) {sorted(unknown)} to filter on")
         return self.collect(lf.filter(**equals) if equals else lf, table, where)

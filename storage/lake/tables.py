@@ -52,6 +52,8 @@ class LakeTable:
     """Among rows sharing a natural key, readers keep the one with the smallest value here."""
     older: tuple[OlderVersion, ...] = ()
     """Versions written by earlier builds that readers still accept (each has a golden file in the tests)."""
+    sort_by: tuple[str, ...] = ()
+    """Rows are written sorted by these columns, so a reader's filter on them skips row groups."""
 
     @property
     def known_versions(self) -> list[int]:
@@ -113,6 +115,7 @@ def lake_table(
     frame_checks: Sequence[pa_pl.Check] = (),
     first_by: str = "reported_at",
     older: Sequence[OlderVersion] = (),
+    sort_by: Sequence[str] = (),
 ) -> LakeTable:
     """Build a :class:`LakeTable` whose pandera schema follows ``arrow_schema`` (dtypes, nullability).
 
@@ -135,7 +138,7 @@ def lake_table(
     for old in older:
         if set(old.arrow_schema.names) | set(old.added) != set(arrow_schema.names):
             raise ValueError(f"lake table {name!r} v{old.version}: its columns plus `added` must be v{version}'s columns")
-    return LakeTable(name, version, arrow_schema, tuple(natural_key), schema, first_by, tuple(older))
+    return LakeTable(name, version, arrow_schema, tuple(natural_key), schema, first_by, tuple(older), tuple(sort_by))
 
 
 def conform(t: LakeTable, data: pl.DataFrame | pa.Table) -> pa.Table:
@@ -297,12 +300,34 @@ ASSERTION_RESULTS = lake_table(
     pa.schema([*_RESULT_FIELDS, pa.field("evaluator_version", pa.int32(), nullable=False)]),
     natural_key=["result_id"],
     first_by="judged_at",
+    sort_by=["run_id", "case_run_id", "assertion_key"],
     # v1 had no evaluator_version: every evaluator of that build was at version 1.
     older=[OlderVersion(1, pa.schema(_RESULT_FIELDS), {"evaluator_version": 1})],
 )
 """The atom: one row per (outcome, assertion version); ``result_id`` is derived from that pair.
 ``evaluator_version`` is the version of the mechanism's evaluator that produced (or first produced, when
 carried forward) the result: a fixed evaluator bumps it, and re-judging then re-evaluates its results."""
+
+CURRENT_RESULTS = lake_table(
+    "current_results",
+    1,
+    pa.schema(
+        [
+            *map(_str, ["run_id", "case_run_id", "case_key", "assertion_key"]),
+            pa.field("met", pa.bool_()),
+            _str("evaluator"),
+            *map(_str, ["outcome_id", "result_id"]),
+            _JUDGED_AT,
+        ]
+    ),
+    natural_key=["result_id"],
+    first_by="judged_at",
+    sort_by=["run_id", "case_run_id", "assertion_key"],
+)
+"""State kept for the re-score tier: the atoms of each case run's **latest** outcome only, narrowed to
+what verdicts read. Each judging pass rewrites the files of the runs it judged (copy on write, in the
+pass's own transaction), so a reader never resolves "latest" itself; files are sorted by run, case run
+and key. ``assertion_results`` keeps every atom of every outcome, for history."""
 
 VERDICTS = lake_table(
     "verdicts",
@@ -322,6 +347,6 @@ VERDICTS = lake_table(
 """A materialised re-score: one verdict per (run, consumer, criteria spec); ``verdict_id`` derives from the three."""
 
 TABLES: dict[str, LakeTable] = {
-    t.name: t for t in (CASE_RUNS, RUNNER_EVALUATIONS, OUTCOMES, ASSERTION_RESULTS, VERDICTS)
+    t.name: t for t in (CASE_RUNS, RUNNER_EVALUATIONS, OUTCOMES, ASSERTION_RESULTS, CURRENT_RESULTS, VERDICTS)
 }
 """Every lake table this build knows, by name."""

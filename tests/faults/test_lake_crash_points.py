@@ -32,6 +32,7 @@ from assay.flows.workspace import open_workspace
 from assay.storage.catalog import tables as t
 from assay.storage.catalog.ledger import CatalogLedger
 from assay.storage.lake.upkeep import vacuum
+from assay.transforms.verdicts import latest
 
 CHILD = r"""
 import sys
@@ -113,6 +114,9 @@ def check_invariants(ws) -> None:
     bare = joined.filter(pl.col("len") != pl.col("evaluated") + pl.col("carried"))
     assert bare.is_empty(), f"{bare.height} outcome(s) visible without (all) their atoms"
     assert set(atoms["outcome_id"].unique().to_list()) <= set(outcomes["outcome_id"].to_list())
+    # The re-score state is exactly the atoms of each case run's latest outcome, by the one definition.
+    latest_ids = latest(atoms.lazy()).select("result_id").collect()["result_id"].sort().to_list()
+    assert lake.read("current_results")["result_id"].sort().to_list() == latest_ids
     on_disk = {str(p.relative_to(lake.root)) for p in Path(lake.root).rglob("*.parquet")}
     assert on_disk <= named, f"vacuum left unnamed files: {sorted(on_disk - named)[:3]}"
 
