@@ -44,6 +44,18 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+def id_code(id_: str) -> int:
+    """A 32-hex-character id's first 64 bits as a signed integer: the compact key the lake's re-score
+    state stores instead of the id's text (distinct ids of one suite are checked to keep distinct codes)."""
+    value = int(id_[:16], 16)
+    return value - 2**64 if value >= 2**63 else value
+
+
+def name_code(name: str) -> int:
+    """A name's (an assertion key's, an evaluator's) 64-bit code: the first 8 bytes of its sha256, signed."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
 def stable_id(*parts: str) -> str:
     """A deterministic id from its parts: the same parts always give the same id."""
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]

@@ -20,7 +20,7 @@ from assay.core.failpoints import failpoint
 from assay.core.ids import new_id, stable_id
 
 from .catalog import tables as t
-from .lake import FileFilter, Lake, LakeFile, manifest
+from .lake import FileFilter, Lake, LakeFile, codes, manifest
 
 __all__ = ["write_current", "write_pass", "write_verdicts"]
 
@@ -73,7 +73,7 @@ def write_pass(
         mine = atoms.filter(pl.col("team_id") == team, pl.col("date") == date)
         if mine.height:
             staged.append(lake.stage("assertion_results", mine.select(result_columns), team_id=team, date=date))
-    current = _stage_current(lake, kept, atoms)
+    current, names = _stage_current(lake, kept, atoms)
     failpoint("judge.staged")
     with lake.engine.begin() as conn:
         conn.execute(t.judging_passes.insert().values(
@@ -87,6 +87,7 @@ def write_pass(
                 "nothing was written; judge again"
             )
         lake.commit(conn, current, origin="judging", ref=pass_id)
+        codes.record_names(conn, names)
         failpoint("judge.recorded")
     return outcomes.height
 
@@ -106,20 +107,28 @@ def _current_of(lake: Lake, outcomes: pl.DataFrame) -> tuple[list[str], pl.DataF
     return superseded, rows.with_columns(_judged=judged)
 
 
-def _stage_current(lake: Lake, kept: pl.DataFrame | None, atoms: pl.DataFrame) -> list[LakeFile]:
-    """Stage the new current state of the judged runs' files: the rows that stay, plus this pass's atoms."""
-    fresh = atoms.select(*lake.table("current_results").arrow_schema.names, "team_id", "date")
+def _stage_current(lake: Lake, kept: pl.DataFrame | None, atoms: pl.DataFrame) -> tuple[list[LakeFile], dict[int, str]]:
+    """Stage the new current state of the judged runs' files (the rows that stay, plus this pass's atoms),
+    and return the names its codes stand for."""
+    key_codes, keys = codes.name_codes(atoms, "assertion_key")
+    evaluator_codes, evaluators = codes.name_codes(atoms, "evaluator")
+    fresh = atoms.with_columns(
+        run=codes.id_codes("run_id"), case_run=codes.id_codes("case_run_id"), key=key_codes,
+        evaluator_code=evaluator_codes,
+    ).select(*lake.table("current_results").arrow_schema.names, "team_id", "date")
     rows = fresh if kept is None else pl.concat([kept.filter(~pl.col("_judged")).select(fresh.columns), fresh])
-    return [lake.stage("current_results", part.drop("team_id", "date"), team_id=team, date=date)
-            for (team, date), part in _partitions(rows).items()]
+    staged = [lake.stage("current_results", part.drop("team_id", "date"), team_id=team, date=date)
+              for (team, date), part in _partitions(rows).items()]
+    return staged, {**keys, **evaluators}
 
 
 def write_current(lake: Lake, atoms: pl.DataFrame) -> int:
     """Write the re-score state of a lake listed by ``assay lake migrate``: ``atoms`` are the atoms of each
     case run's latest outcome (with ``team_id`` and ``date``). Returns the number of rows written."""
-    staged = _stage_current(lake, None, atoms)
+    staged, names = _stage_current(lake, None, atoms)
     with lake.engine.begin() as conn:
         lake.commit(conn, staged, origin="migration", ref="assay lake migrate: current results")
+        codes.record_names(conn, names)
     return atoms.height
 
 

@@ -18,6 +18,9 @@ import sqlalchemy as sa
 
 from assay.storage.catalog.engine import create_catalog_engine, migrate
 
+# S3 stand-in: the `moto_server` and `s3_lake` fixtures live in tests/s3.py.
+pytest_plugins = ["s3"]
+
 PG_ENV = "ASSAY_TEST_POSTGRES_URL"
 PG_HINT = (
     f"PostgreSQL catalog tests skipped: set {PG_ENV}=postgresql+psycopg://USER:PASSWORD@HOST:5432/DB "

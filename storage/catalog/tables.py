@@ -292,3 +292,11 @@ judging_passes = sa.Table(
     sa.Column("results", sa.Integer, nullable=False),
     _created(),
 )
+
+lake_names = sa.Table(
+    "lake_names",
+    metadata,
+    sa.Column("code", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("name", sa.Text, nullable=False),
+)
+"""The names behind the 64-bit codes the lake's re-score state stores (assertion keys, evaluators)."""

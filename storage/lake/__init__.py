@@ -5,7 +5,7 @@ files make up each table; ``TABLES`` is the registry of tables (schema, natural 
 :mod:`assay.storage.query` puts DuckDB views over the same files.
 """
 
-from . import manifest
+from . import codes, manifest
 from .manifest import FileFilter, LakeFile
 from .store import Lake, LakeLayoutError
 from .tables import (
@@ -22,5 +22,5 @@ from .tables import (
 
 __all__ = [
     "ASSERTION_RESULTS", "CASE_RUNS", "CURRENT_RESULTS", "OUTCOMES", "PARTITIONS", "RUNNER_EVALUATIONS", "TABLES",
-    "FileFilter", "Lake", "manifest", "LakeFile", "LakeLayoutError", "LakeTable", "lake_table",
+    "FileFilter", "Lake", "codes", "manifest", "LakeFile", "LakeLayoutError", "LakeTable", "lake_table",
 ]

@@ -1,18 +1,20 @@
 """Lazy reads of lake files through fsspec: Polars scans with pushdown, DuckDB over the same filesystem.
 
-:func:`scan_files` never reads a file whole. Polars reaches local paths and S3 itself (its
-``object_store`` client): a query opens each file's footer, skips row groups whose statistics rule
-them out, and fetches only the column chunks it selects. An S3 filesystem's explicit settings
+On local disk and S3, :func:`scan_files` never reads a file whole: Polars reaches them itself (its
+``object_store`` client), so a query opens each file's footer, skips row groups whose statistics
+rule them out, and fetches only the column chunks it selects. An S3 filesystem's explicit settings
 (endpoint, keys, region) carry over through :func:`polars_storage_options`; everything else comes
 from the standard AWS environment (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``), which s3fs and Polars both read. Any other fsspec
-filesystem (``memory://``, ...) is scanned through a PyArrow dataset over fsspec, still lazily.
+filesystem (``memory://``, ...) has each file fetched whole when the scan is built, then scanned
+in memory (filters and projections still push down into the decoding).
 
 DuckDB cannot load httpfs here: :func:`register_filesystem` lets fsspec serve its ``s3://`` paths.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -66,7 +68,7 @@ def scan_files(
             include_file_paths=file_column,
             storage_options=polars_storage_options(fs),
         )
-    return pl.concat([_scan_fsspec(fs, a, schema, file_column) for a in addresses], how="vertical")
+    return pl.concat([_scan_fetched(fs, a, schema, file_column) for a in addresses], how="vertical")
 
 
 def polars_storage_options(fs: AbstractFileSystem) -> dict[str, str] | None:
@@ -131,15 +133,17 @@ def _extra_columns(address: str, file_column: str | None) -> list[pl.Expr]:
     return extra + ([pl.lit(address, pl.String).alias(file_column)] if file_column else [])
 
 
-def _scan_fsspec(fs: AbstractFileSystem, address: str, schema: pa.Schema | None, file_column: str | None) -> pl.LazyFrame:
-    """One file on a filesystem Polars cannot reach itself, through a PyArrow dataset (lazy too)."""
-    import pyarrow.dataset as ds
-    from pyarrow.fs import FSSpecHandler, PyFileSystem
+def _scan_fetched(
+    fs: AbstractFileSystem, address: str, schema: pa.Schema | None, file_column: str | None
+) -> pl.LazyFrame:
+    """One file on a filesystem Polars cannot reach itself: fetched whole, then scanned in memory.
 
-    dataset = ds.dataset(
-        fs._strip_protocol(address), schema=schema, format="parquet", filesystem=PyFileSystem(FSSpecHandler(fs))
-    )
-    return pl.scan_pyarrow_dataset(dataset).with_columns(_extra_columns(address, file_column))
+    Not through PyArrow over fsspec (``pyarrow.fs.FSSpecHandler``): its reader threads abort the
+    process at exit now and then ("terminate called without an active exception", apache/arrow#39162).
+    """
+    data = io.BytesIO(fs.cat_file(fs._strip_protocol(address)))
+    lf = pl.scan_parquet(data, schema=None if schema is None else _polars_schema(schema))
+    return lf.with_columns(_extra_columns(address, file_column))
 
 
 def _empty(schema: pa.Schema, file_column: str | None) -> pl.LazyFrame:

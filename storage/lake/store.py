@@ -38,7 +38,8 @@ from assay.core.ids import identifier
 
 from . import manifest
 from .manifest import FileFilter, LakeFile
-from .tables import PARTITIONS, TABLES, LakeTable, conform, validate
+from .remote import scan_files
+from .tables import TABLES, LakeTable, conform, validate
 
 if TYPE_CHECKING:
     from assay.core.settings import Settings
@@ -189,27 +190,20 @@ class Lake:
         return pl.concat([self._scan_version(t, v, paths) for v, paths in sorted(by_version.items())], how="vertical")
 
     def _scan_version(self, t: LakeTable, version: int, paths: list[str]) -> pl.LazyFrame:
-        """Files of one schema version, read as the current version (columns added since filled in)."""
-        if self.local:
-            lf = pl.scan_parquet(
-                paths, hive_partitioning=True, hive_schema={p: pl.String for p in PARTITIONS},
-                try_parse_hive_dates=False,
-            )
-        else:
-            lf = pl.from_arrow(pa.concat_tables(self._read_remote(t, version, p) for p in paths)).lazy()  # type: ignore[union-attr]
+        """Files of one schema version, read lazily as the current version (columns added since filled in)."""
+        lf = scan_files(self.fs, paths, schema=t.file_schema(version))
         added = t.added_since(version)
         if added:
             dtypes = pl.from_arrow(pa.schema([(n, typ) for n, (_, typ) in added.items()]).empty_table()).schema  # type: ignore[union-attr]
             lf = lf.with_columns(pl.lit(value, dtypes[name]).alias(name) for name, (value, _) in added.items())
         return lf.select(t.read_schema.names)
 
-    def _read_remote(self, t: LakeTable, version: int, address: str) -> pa.Table:
-        arrow = pq.read_table(address, filesystem=self.fs, schema=t.file_schema(version))
-        parts = re.search(r"team_id=([^/]+)/date=([^/]+)/", address)
-        assert parts is not None  # the manifest only names files in the layout
-        for name, value in zip(PARTITIONS, parts.groups(), strict=True):
-            arrow = arrow.append_column(name, pa.array([value] * arrow.num_rows, pa.string()))
-        return arrow
+    def footer(self, path: str) -> pa.Schema:
+        """The schema (with metadata) of the file at filesystem ``path``; object-store files are fetched
+        first (PyArrow reading through an fsspec filesystem can abort the process at exit)."""
+        if self.local:
+            return pq.read_schema(path)
+        return pq.read_schema(pa.BufferReader(self.fs.cat_file(path)))
 
     def read(self, table: str, where: FileFilter = FileFilter(), **equals: Any) -> pl.DataFrame:
         """:meth:`scan` filtered on column equality (``read("case_runs", run_id="r1")``), collected.
@@ -235,9 +229,10 @@ class Lake:
     def check_files(self, table: str, where: FileFilter = FileFilter()) -> None:
         """Read the footer of every selected file; raise :class:`EvidenceError` naming the first bad one."""
         t = self.table(table)
-        for address, version in self.files(table, where):
+        for relative, version in self.live(table, where):
+            address = self.address(relative)
             try:
-                schema = pq.read_schema(address, filesystem=None if self.local else self.fs)
+                schema = self.footer(self.path(relative))
             except (OSError, pa.ArrowException) as exc:
                 raise EvidenceError(f"lake file {address} cannot be read ({exc}); restore it from a backup") from None
             if not schema.remove_metadata().equals(t.file_schema(version)):

@@ -308,26 +308,33 @@ ASSERTION_RESULTS = lake_table(
 ``evaluator_version`` is the version of the mechanism's evaluator that produced (or first produced, when
 carried forward) the result: a fixed evaluator bumps it, and re-judging then re-evaluates its results."""
 
+def _int(name: str) -> pa.Field:
+    return pa.field(name, pa.int64(), nullable=False)
+
+
 CURRENT_RESULTS = lake_table(
     "current_results",
     1,
     pa.schema(
         [
-            *map(_str, ["run_id", "case_run_id", "case_key", "assertion_key"]),
+            *map(_int, ["run", "case_run", "key"]),
             pa.field("met", pa.bool_()),
-            _str("evaluator"),
-            *map(_str, ["outcome_id", "result_id"]),
+            _int("evaluator_code"),
+            *map(_str, ["run_id", "case_run_id", "case_key", "assertion_key", "evaluator", "outcome_id", "result_id"]),
             _JUDGED_AT,
         ]
     ),
     natural_key=["result_id"],
     first_by="judged_at",
-    sort_by=["run_id", "case_run_id", "assertion_key"],
+    sort_by=["run", "case_run", "key"],
 )
-"""State kept for the re-score tier: the atoms of each case run's **latest** outcome only, narrowed to
-what verdicts read. Each judging pass rewrites the files of the runs it judged (copy on write, in the
-pass's own transaction), so a reader never resolves "latest" itself; files are sorted by run, case run
-and key. ``assertion_results`` keeps every atom of every outcome, for history."""
+"""State kept for the re-score tier: the atoms of each case run's **latest** outcome only. Each judging
+pass rewrites the files of the runs it judged (copy on write, in the pass's own transaction), so no
+reader resolves "latest" itself. The first five columns are all a re-score reads: ``run``,
+``case_run`` and ``key`` are 64-bit codes of the run id, case-run id and assertion key
+(:func:`assay.core.ids.id_code`, :func:`~assay.core.ids.name_code`), ``evaluator_code`` the evaluator's
+(its name is in the catalog's ``lake_names``); the text columns serve every other reader.
+``assertion_results`` keeps every atom of every outcome, for history."""
 
 VERDICTS = lake_table(
     "verdicts",

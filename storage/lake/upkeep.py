@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assay.core.errors import EvidenceError, SchemaVersionError
@@ -30,10 +31,15 @@ _PART = re.compile(r"(?P<table>[a-z_]+)/team_id=(?P<team>[^/]+)/date=(?P<date>[^
 
 
 def _modified(info: dict[str, Any]) -> datetime:
-    """When a listed file was last written, from a local (``mtime``) or object-store listing."""
+    """When a listed file was last written, from a local (``mtime``), object-store or in-memory listing.
+
+    An in-memory file (``memory://``) only says when it was ``created``: lake files are never changed.
+    """
     if "mtime" in info:
         return datetime.fromtimestamp(float(info["mtime"]), UTC)
-    stamp = info.get("LastModified") or info.get("last_modified")
+    stamp = info.get("LastModified") or info.get("last_modified") or info.get("created")
+    if isinstance(stamp, int | float):
+        return datetime.fromtimestamp(float(stamp), UTC)
     if isinstance(stamp, datetime):
         return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
     raise EvidenceError(f"cannot tell when {info.get('name')} was written; listing gave {sorted(info)}")
@@ -104,7 +110,7 @@ def migrate(lake: Lake) -> dict[str, dict[str, int]]:
 
 def _version(lake: Lake, table: str, rel: str) -> int:
     t = lake.table(table)
-    meta = pq.read_schema(lake.path(rel), filesystem=None if lake.local else lake.fs).metadata or {}
+    meta = lake.footer(lake.path(rel)).metadata or {}
     found = meta.get(VERSION_KEY, b"").decode()
     if found not in {str(v) for v in t.known_versions}:
         raise SchemaVersionError(lake.address(rel), found or None, t.known_versions)
@@ -118,7 +124,8 @@ def _deduplicated(lake: Lake, table: str, paths: list[str]) -> tuple[list[LakeFi
         version = _version(lake, table, rel)
         match = _PART.fullmatch(rel)
         assert match is not None
-        frame = pl.from_arrow(pq.read_table(lake.path(rel), filesystem=None if lake.local else lake.fs))
+        source = lake.path(rel) if lake.local else pa.BufferReader(lake.fs.cat_file(lake.path(rel)))
+        frame = pl.from_arrow(pq.read_table(source))
         for name, (value, _) in t.added_since(version).items():
             frame = frame.with_columns(pl.lit(value).cast(pl.from_arrow(t.arrow_schema.empty_table())[name].dtype).alias(name))
         frames.append(frame.select(t.arrow_schema.names).with_columns(

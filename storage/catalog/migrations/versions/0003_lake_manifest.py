@@ -60,9 +60,16 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.PrimaryKeyConstraint("pass_id", name=op.f("pk_judging_passes")),
     )
+    op.create_table(
+        "lake_names",
+        sa.Column("code", sa.BigInteger(), autoincrement=False, nullable=False),
+        sa.Column("name", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("code", name=op.f("pk_lake_names")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("lake_names")
     op.drop_table("judging_passes")
     op.drop_index("ix_lake_file_runs_run", table_name="lake_file_runs")
     op.drop_table("lake_file_runs")

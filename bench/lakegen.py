@@ -1,0 +1,173 @@
+"""A lake written the way the product writes it, for the lake and re-score benchmarks.
+
+One team, one suite of 50 cases with 10 suite-level assertions, consumer ``nightly_sweep`` with the
+criteria below, and ``runs`` finalised runs of 100 case runs each, spread over 20 dates. The catalog
+rows (bundle, runs, stamped criteria) go in through the product's loader and in bulk; the lake is
+written only through the product's judging write path (:func:`assay.storage.judgments.write_pass`):
+one judging pass per ``runs_per_pass`` runs (outcomes, atoms and the re-score state, committed in the
+manifest with the pass), then a re-judge pass over 5% of the case runs (a newer judge on the rubric
+keys), which rewrites the current state of every run it touches, copy on write. Values are seeded:
+most runs clean, some with rare required failures, a few with rare undetermined counted results.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import sqlalchemy as sa
+import yaml
+
+CASES = 50
+CASE_RUNS_PER_RUN = 100
+DATES = 20
+REJUDGED = 0.05
+KEYS = [  # (key, evaluator)
+    ("no_raw_liquid", "assay:structural"), ("every_variable_resolves", "assay:structural"),
+    ("answers_question", "assay:judge:gpt-5-mini"), ("stays_in_role", "assay:judge:gpt-5-mini"),
+    ("offers_next_step", "assay:judge:gpt-5-mini"), ("no_invented_commitment", "assay:judge:gpt-5-mini"),
+    ("uses_tool_correctly", "assay:tool"), ("short_latency", "assay:transcript"),
+    ("mentions_business_hours", "assay:transcript"), ("polite_greeting", "assay:judge:gpt-5-mini"),
+]
+SPEC = {
+    "required": ["no_raw_liquid", "every_variable_resolves"],
+    "threshold": [
+        {"keys": ["answers_question", "stays_in_role", "offers_next_step", "no_invented_commitment"], "min": 0.75},
+        {"keys": ["uses_tool_correctly", "short_latency"], "min": 0.8},
+    ],
+    "ignore": ["mentions_business_hours"],
+}
+SUITE = "bench/main"
+
+
+def _random(rng: random.Random, n: int) -> pl.Series:
+    """``n`` uniform floats in [0, 1), without a Python loop per value."""
+    raw = pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(rng.randbytes(8 * n))])
+    return (pl.from_arrow(raw) // 2048).cast(pl.Float64) / 2.0**53  # type: ignore[operator]
+
+
+def _ids(rng: random.Random, n: int) -> pl.Series:
+    raw = pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), n, [None, pa.py_buffer(rng.randbytes(16 * n))])
+    return pl.from_arrow(raw.cast(pa.binary())).bin.encode("hex")  # type: ignore[union-attr]
+
+
+def _bundle(folder: Path) -> Path:
+    (folder / "config.json").write_text('{"name": "bench", "prompt": "You answer calls.", "tools": []}')
+    doc: dict[str, Any] = {
+        "schema": "assay.bundle/v1",
+        "consumers": [{"key": "nightly_sweep", "description": "Nightly sweep."}],
+        "teams": [{
+            "id": "bench", "name": "Bench",
+            "cases": [{"key": f"case-{k:02d}", "title": f"Case {k}", "situation": {"caller": "A caller", "wants": "Help"}}
+                      for k in range(CASES)],
+            "suites": [{
+                "key": "main", "name": "Main", "target": {"config": "config.json"},
+                "cases": [f"case-{k:02d}" for k in range(CASES)],
+                "assertions": [{"key": key, "mechanism": "transcript.contains", "params": {"text": key}}
+                               for key, _ in KEYS],
+                "criteria": {"nightly_sweep": SPEC},
+            }],
+        }],
+    }
+    path = folder / "bundle.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _runs(ws: Any, runs: int) -> pl.DataFrame:
+    """Insert ``runs`` finalised runs of the suite with their stamped criteria; one row per run."""
+    from assay.storage.catalog import tables as t
+    from assay.storage.catalog.runs import find_suite
+
+    rng = random.Random(runs)
+    now = datetime.now(UTC)
+    with ws.engine.begin() as conn:
+        suite = find_suite(conn, SUITE)
+        criteria = conn.execute(sa.select(t.criteria).where(t.criteria.c.suite_id == suite.suite_id)).one()
+        frame = pl.DataFrame({"run_id": _ids(rng, runs), "n": pl.int_range(runs, eager=True)}).with_columns(
+            date=pl.format("2026-10-{}", (pl.col("n") % DATES + 1).cast(pl.String).str.zfill(2)))
+        rows = [{"run_id": r, "suite_id": suite.suite_id, "team_id": "bench", "runner": "recorded", "status": "completed",
+                 "finalised_at": now, "outcome": "pass", "case_count": CASE_RUNS_PER_RUN, "lake_date": d,
+                 "created_at": now} for r, d in frame.select("run_id", "date").iter_rows()]
+        conn.execute(t.runs.insert(), rows)
+        conn.execute(t.run_criteria.insert(), [
+            {"run_id": r["run_id"], "consumer_key": "nightly_sweep", "criteria_id": criteria.criteria_id, "version": 1}
+            for r in rows])
+    return frame
+
+
+def _results(rng: random.Random, outcomes: pl.DataFrame, behaviour: pl.DataFrame, judge: str | None) -> pl.DataFrame:
+    """One result per (case run of ``outcomes``, key), as a judging pass hands them to storage."""
+    keys = pl.DataFrame({"k": list(range(len(KEYS))), "assertion_key": [k for k, _ in KEYS],
+                         "evaluator": [e for _, e in KEYS]})
+    rows = outcomes.select("case_run_id", "run_id").join(behaviour, on="run_id").join(keys, how="cross")
+    n = rows.height
+    u, u_null = _random(rng, n), _random(rng, n)
+    k = pl.col("k")
+    p_met = pl.when(k < 2).then(1.0 - pl.col("req_fail")).when(k < 8).then(pl.col("group_met")).otherwise(0.9)
+    p_null = pl.when(k < 8).then(pl.col("counted_null")).otherwise(0.08)
+    rubric = pl.col("evaluator").str.starts_with("assay:judge")
+    return rows.with_columns(u=u, u_null=u_null).select(
+        "case_run_id",
+        pl.format("asrt-{}", k).alias("assertion_id"), "assertion_key",
+        pl.lit(1, pl.Int32).alias("assertion_version"), pl.lit("transcript.contains").alias("mechanism"),
+        pl.format('{{"text": "{}"}}', pl.col("assertion_key")).alias("params"),
+        pl.when(pl.col("u_null") >= p_null).then(pl.col("u") < p_met).alias("met"),
+        pl.col("u").round(3).alias("value"), pl.lit(None, pl.String).alias("reason"),
+        (pl.when(rubric).then(pl.lit(judge)).otherwise("evaluator") if judge else pl.col("evaluator")).alias("evaluator"),
+        pl.lit(1, pl.Int32).alias("evaluator_version"),
+    )
+
+
+def build(home: Path, runs: int, runs_per_pass: int = 10, seed: int = 7) -> dict[str, Any]:
+    """Write the workspace under ``home``; returns counts (runs, case runs, atoms, passes, seconds)."""
+    import os
+    import time
+
+    from assay.core.settings import Settings
+    from assay.flows.workspace import open_workspace
+    from assay.storage.catalog.load import load_bundle
+    from assay.storage.judgments import write_pass
+
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["ASSAY_HOME"] = str(home)
+    ws = open_workspace(Settings(home=home))
+    load_bundle(ws.engine, _bundle(home))
+    rng = random.Random(seed)
+    frame = _runs(ws, runs)
+    behaviour = pl.DataFrame({
+        "run_id": frame["run_id"],
+        "req_fail": (_random(rng, runs) < 0.3).cast(pl.Float64) * (_random(rng, runs) * 0.018 + 0.002),
+        "group_met": _random(rng, runs) * 0.26 + 0.72,
+        "counted_null": (_random(rng, runs) < 0.1).cast(pl.Float64) * 0.002,
+    })
+    started, passes, atoms = time.perf_counter(), 0, 0
+    all_case_runs = []
+    for date, chunk in frame.group_by("date", maintain_order=True):
+        for start in range(0, chunk.height, runs_per_pass):
+            these = chunk.slice(start, runs_per_pass)
+            n = these.height * CASE_RUNS_PER_RUN
+            outcomes = these.select("run_id").join(pl.DataFrame({"i": pl.int_range(CASE_RUNS_PER_RUN, eager=True)}),
+                                                   how="cross").with_columns(
+                case_run_id=_ids(rng, n),
+                case_key=pl.format("case-{}", (pl.col("i") % CASES).cast(pl.String).str.zfill(2)),
+                team_id=pl.lit("bench"), date=pl.lit(date[0]),
+                evaluated=pl.lit(len(KEYS), pl.Int64), carried=pl.lit(0, pl.Int64),
+            ).drop("i")
+            results = _results(rng, outcomes, behaviour, None)
+            write_pass(ws.lake, outcomes, results, trigger="run", judge=None)
+            all_case_runs.append(outcomes)
+            passes, atoms = passes + 1, atoms + results.height
+    case_runs = pl.concat(all_case_runs)
+    again = case_runs.filter(_random(rng, case_runs.height) < REJUDGED)
+    for date, part in again.group_by("date", maintain_order=True):  # a re-judge of the suite, one pass per date
+        results = _results(rng, part, behaviour, "assay:judge:gpt-5")
+        write_pass(ws.lake, part, results, trigger="rejudge", judge="gpt-5")
+        passes, atoms = passes + 1, atoms + results.height
+    ws.close()
+    return {"runs": runs, "case_runs": case_runs.height, "atoms": atoms, "current_atoms": case_runs.height * len(KEYS),
+            "passes": passes, "seconds": round(time.perf_counter() - started, 1)}
