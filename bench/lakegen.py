@@ -78,7 +78,7 @@ def _bundle(folder: Path) -> Path:
     return path
 
 
-def _runs(ws: Any, runs: int) -> pl.DataFrame:
+def _runs(ws: Any, runs: int, case_runs_per_run: int) -> pl.DataFrame:
     """Insert ``runs`` finalised runs of the suite with their stamped criteria; one row per run."""
     from assay.storage.catalog import tables as t
     from assay.storage.catalog.runs import find_suite
@@ -91,7 +91,7 @@ def _runs(ws: Any, runs: int) -> pl.DataFrame:
         frame = pl.DataFrame({"run_id": _ids(rng, runs), "n": pl.int_range(runs, eager=True)}).with_columns(
             date=pl.format("2026-10-{}", (pl.col("n") % DATES + 1).cast(pl.String).str.zfill(2)))
         rows = [{"run_id": r, "suite_id": suite.suite_id, "team_id": "bench", "runner": "recorded", "status": "completed",
-                 "finalised_at": now, "outcome": "pass", "case_count": CASE_RUNS_PER_RUN, "lake_date": d,
+                 "finalised_at": now, "outcome": "pass", "case_count": case_runs_per_run, "lake_date": d,
                  "created_at": now} for r, d in frame.select("run_id", "date").iter_rows()]
         conn.execute(t.runs.insert(), rows)
         conn.execute(t.run_criteria.insert(), [
@@ -123,7 +123,8 @@ def _results(rng: random.Random, outcomes: pl.DataFrame, behaviour: pl.DataFrame
     )
 
 
-def build(home: Path, runs: int, runs_per_pass: int = 10, seed: int = 7) -> dict[str, Any]:
+def build(home: Path, runs: int, runs_per_pass: int = 10, seed: int = 7,
+          case_runs_per_run: int = CASE_RUNS_PER_RUN) -> dict[str, Any]:
     """Write the workspace under ``home``; returns counts (runs, case runs, atoms, passes, seconds)."""
     import os
     import time
@@ -138,7 +139,7 @@ def build(home: Path, runs: int, runs_per_pass: int = 10, seed: int = 7) -> dict
     ws = open_workspace(Settings(home=home))
     load_bundle(ws.engine, _bundle(home))
     rng = random.Random(seed)
-    frame = _runs(ws, runs)
+    frame = _runs(ws, runs, case_runs_per_run)
     behaviour = pl.DataFrame({
         "run_id": frame["run_id"],
         "req_fail": (_random(rng, runs) < 0.3).cast(pl.Float64) * (_random(rng, runs) * 0.018 + 0.002),
@@ -150,8 +151,8 @@ def build(home: Path, runs: int, runs_per_pass: int = 10, seed: int = 7) -> dict
     for date, chunk in frame.group_by("date", maintain_order=True):
         for start in range(0, chunk.height, runs_per_pass):
             these = chunk.slice(start, runs_per_pass)
-            n = these.height * CASE_RUNS_PER_RUN
-            outcomes = these.select("run_id").join(pl.DataFrame({"i": pl.int_range(CASE_RUNS_PER_RUN, eager=True)}),
+            n = these.height * case_runs_per_run
+            outcomes = these.select("run_id").join(pl.DataFrame({"i": pl.int_range(case_runs_per_run, eager=True)}),
                                                    how="cross").with_columns(
                 case_run_id=_ids(rng, n),
                 case_key=pl.format("case-{}", (pl.col("i") % CASES).cast(pl.String).str.zfill(2)),

@@ -1,45 +1,83 @@
 """The vocabulary of Assay: record models, the runner contract, mechanisms, errors and settings.
 
-Imports nothing else of ours; other packages import from here.
+Imports nothing else of ours; other packages import from here. Names are imported from their module
+on first use (PEP 562), so importing one piece of the vocabulary never builds every model.
 """
 
-from .bundle import Bundle, read_bundle
-from .criteria import CriteriaSpec, ThresholdGroup
-from .documents import document
-from .errors import (
-    AssayError,
-    ConcurrentWriteError,
-    BundleError,
-    ConfigError,
-    CriteriaError,
-    EvidenceError,
-    IdentifierError,
-    ImmutableError,
-    LeaseError,
-    NotFoundError,
-    RunFinalisedError,
-    RunnerError,
-    SchemaVersionError,
-    TransientRunnerError,
-)
-from .evidence import CaseRun, Evaluation, Report, ToolCall, Turn, case_run_schema, evaluation_schema
-from .ids import canonical_json, content_hash, identifier, new_id, stable_id
-from .callset import check_line, explain
-from .compiled import CompiledConfig, config_problems, read_artefact
-from .mechanisms import FAMILY_EVIDENCE, MECHANISMS, family, mechanisms_of, validate_params
-from .plugins import ENTRY_POINT_GROUP, RunnerPluginError, default_runner_for, registered, runner_class, runner_names
-from .runner import CaseSpec, DriveResult, Heartbeat, Lease, Ledger, Receipt, Runner, RunJob, drive
-from .settings import Settings
+from __future__ import annotations
 
-__all__ = [
-    "AssayError", "BundleError", "ConcurrentWriteError", "ConfigError", "CriteriaError", "EvidenceError", "IdentifierError",
-    "ImmutableError", "LeaseError", "NotFoundError", "RunFinalisedError", "RunnerError",
-    "SchemaVersionError", "TransientRunnerError",
-    "CaseRun", "Evaluation", "Report", "ToolCall", "Turn", "case_run_schema", "evaluation_schema",
-    "canonical_json", "content_hash", "identifier", "new_id", "stable_id",
-    "check_line", "explain", "CompiledConfig", "config_problems", "read_artefact",
-    "FAMILY_EVIDENCE", "MECHANISMS", "family", "mechanisms_of", "validate_params",
-    "CaseSpec", "DriveResult", "Heartbeat", "Lease", "Ledger", "Receipt", "Runner", "RunJob", "drive",
-    "ENTRY_POINT_GROUP", "RunnerPluginError", "default_runner_for", "registered", "runner_class", "runner_names",
-    "Settings", "document", "Bundle", "read_bundle", "CriteriaSpec", "ThresholdGroup",
-]
+from importlib import import_module
+from typing import Any
+
+_HOMES: dict[str, str] = {
+    "AssayError": "errors",
+    "BundleError": "errors",
+    "ConcurrentWriteError": "errors",
+    "ConfigError": "errors",
+    "CriteriaError": "errors",
+    "EvidenceError": "errors",
+    "IdentifierError": "errors",
+    "ImmutableError": "errors",
+    "LeaseError": "errors",
+    "NotFoundError": "errors",
+    "RunFinalisedError": "errors",
+    "RunnerError": "errors",
+    "SchemaVersionError": "errors",
+    "TransientRunnerError": "errors",
+    "CaseRun": "evidence",
+    "Evaluation": "evidence",
+    "Report": "evidence",
+    "ToolCall": "evidence",
+    "Turn": "evidence",
+    "case_run_schema": "evidence",
+    "evaluation_schema": "evidence",
+    "canonical_json": "ids",
+    "content_hash": "ids",
+    "identifier": "ids",
+    "new_id": "ids",
+    "stable_id": "ids",
+    "check_line": "callset",
+    "explain": "callset",
+    "CompiledConfig": "compiled",
+    "config_problems": "compiled",
+    "read_artefact": "compiled",
+    "FAMILY_EVIDENCE": "mechanisms",
+    "MECHANISMS": "mechanisms",
+    "family": "mechanisms",
+    "mechanisms_of": "mechanisms",
+    "validate_params": "mechanisms",
+    "CaseSpec": "runner",
+    "DriveResult": "runner",
+    "Heartbeat": "runner",
+    "Lease": "runner",
+    "Ledger": "runner",
+    "Receipt": "runner",
+    "Runner": "runner",
+    "RunJob": "runner",
+    "drive": "runner",
+    "ENTRY_POINT_GROUP": "plugins",
+    "RunnerPluginError": "plugins",
+    "default_runner_for": "plugins",
+    "registered": "plugins",
+    "runner_class": "plugins",
+    "runner_names": "plugins",
+    "Settings": "settings",
+    "document": "documents",
+    "Bundle": "bundle",
+    "read_bundle": "bundle",
+    "CriteriaSpec": "criteria",
+    "ThresholdGroup": "criteria",
+}
+"""Each public name and the module of ``assay.core`` it lives in."""
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(import_module(f".{_HOMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

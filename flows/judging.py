@@ -21,16 +21,17 @@ import polars as pl
 import sqlalchemy as sa
 
 from assay.core.criteria import CriteriaSpec, resolve
-from assay.core.ids import content_hash
+from assay.core.ids import content_hash, id_code, name_code
 from assay.core.plugins import registered
 from assay.storage.catalog.assertions import assignments, criteria_spec, stamped_criteria
 from assay.storage.catalog.runs import finalised_runs, find_suite, suite_assertion_keys
 from assay.storage.judgments import write_pass, write_verdicts
-from assay.storage.lake import FileFilter
+from assay.storage.lake import FileFilter, codes
 from assay.transforms.carry import STORED, new_outcomes, pass_results, plan_pass
 from assay.transforms.judge import evaluate
 from assay.transforms.mechanisms import evaluator_versions
-from assay.transforms.verdicts import case_verdicts, flips, latest, run_verdicts
+from assay.transforms.rescore import coded_run_verdicts
+from assay.transforms.verdicts import VERDICT_COLUMNS, case_verdicts, flips, latest, run_verdicts
 
 from .workspace import Workspace
 
@@ -123,6 +124,26 @@ def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) 
     return sorted(out, key=lambda e: (e["run_id"], e["consumer"]))
 
 
+def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSpec, keys: set[str]) -> pl.DataFrame:
+    """Each run's verdict under ``spec``, from the coded re-score state of the suite's files only.
+
+    Codes are 64 bits of each id or name; should two of the suite's runs or keys ever share one, the
+    verdicts are computed from the text columns instead (same rules, slower).
+    """
+    where = FileFilter(suites=[suite_id])
+    by_code = {id_code(r): r for r in run_ids}
+    key_codes = {k: name_code(k) for k in keys | set(spec.required) | set(spec.ignore)
+                 | {k for g in spec.threshold for k in g.keys}}
+    if len(by_code) < len(run_ids) or len(set(key_codes.values())) < len(key_codes):
+        return ws.lake.collect(run_verdicts(_atoms(ws, run_ids, suite_id), spec), "current_results", where)
+    with ws.engine.connect() as conn:
+        names = codes.names_of(conn)
+    state = ws.lake.scan("current_results", where).filter(pl.col("run").is_in(list(by_code)))
+    coded = ws.lake.collect(coded_run_verdicts(state, spec, key_codes, names), "current_results", where)
+    run_ids_of = pl.DataFrame({"run": list(by_code), "run_id": list(by_code.values())})
+    return coded.join(run_ids_of, on="run").select("run_id", *VERDICT_COLUMNS).sort("run_id")
+
+
 def rescore(
     ws: Workspace,
     suite: str,
@@ -146,14 +167,14 @@ def rescore(
             label = f"v{version}"
         else:
             label = "candidate"
-        resolve(consumer, spec, suite_assertion_keys(conn, s.suite_id))
+        keys = suite_assertion_keys(conn, s.suite_id)
+        resolve(consumer, spec, keys)
         rows = finalised_runs(conn, s.suite_id, run_ids)
         runs = {r.run_id: r.created_at for r in rows}
         stamped = {
             r.run_id: (r.verdict, r.version) for r in stamped_criteria(conn, runs) if r.consumer_key == consumer
         }
-    verdicts = ws.lake.collect(run_verdicts(_atoms(ws, list(runs), s.suite_id), spec), "current_results",
-                               FileFilter(suites=[s.suite_id]))
+    verdicts = _rescored(ws, s.suite_id, list(runs), spec, keys)
     table = verdicts.select("run_id", "verdict", "reason").with_columns(
         stamped=pl.col("run_id").replace_strict({k: v[0] for k, v in stamped.items()}, default=None,
                                                  return_dtype=pl.String),

@@ -49,9 +49,7 @@ def record_names(conn: sa.Connection, names: Mapping[int, str]) -> None:
         conn.execute(t.lake_names.insert(), new)
 
 
-def names_of(conn: sa.Connection, codes: list[int]) -> dict[int, str]:
-    """The names behind ``codes`` (those known)."""
-    if not codes:
-        return {}
-    return dict(conn.execute(sa.select(t.lake_names.c.code, t.lake_names.c.name)
-                             .where(t.lake_names.c.code.in_(codes))).all())
+def names_of(conn: sa.Connection, codes: list[int] | None = None) -> dict[int, str]:
+    """The names behind ``codes`` (those known), or every name the lake has coded."""
+    q = sa.select(t.lake_names.c.code, t.lake_names.c.name)
+    return dict(conn.execute(q if codes is None else q.where(t.lake_names.c.code.in_(codes))).all())

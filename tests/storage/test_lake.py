@@ -1,4 +1,8 @@
-"""The evidence lake: validated writes, hive layout, atomic publish, version checks, de-duplication."""
+"""The evidence lake: validated writes, hive layout, version checks, and the manifest deciding what is read.
+
+Each test runs on a SQLite catalog, and on PostgreSQL too when ``ASSAY_TEST_POSTGRES_URL`` is set.
+Vacuum and migrate are proved in ``test_lake_upkeep.py``; the builders live in ``lake_kit.py``.
+"""
 
 from __future__ import annotations
 
@@ -6,94 +10,25 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import fsspec
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import sqlalchemy as sa
+from lake_kit import GOLDEN, T0, case_runs, evaluations, everything, list_file, manifest_paths, plant, seen
 
 from assay.core.errors import EvidenceError, IdentifierError, SchemaVersionError
-from assay.core.evidence import CaseRun, Evaluation, Report, ToolCall, Turn
 from assay.core.settings import Settings
-from assay.storage.lake import TABLES, Lake
+from assay.storage.lake import TABLES, FileFilter, Lake
+from assay.storage.lake.store import MARKER
 from assay.storage.query import connect
-
-GOLDEN = Path(__file__).parent / "golden"
-T0 = datetime(2024, 5, 6, 12, 0, tzinfo=UTC)
-
-
-def case_runs(n: int = 3, *, prefix: str = "cr", reported_at: datetime = T0) -> pl.DataFrame:
-    """``n`` case-run rows with everything filled in, built the way a small runner reports them."""
-    runs = [
-        CaseRun(
-            case_id=f"case-{i}",
-            status="error" if i % 3 == 2 else "executed",
-            error="vendor timeout" if i % 3 == 2 else None,
-            transcript=[Turn(role="caller", text=f"hello {i}", t=0.0), Turn(role="agent", text="hi ✓", t=1.5)],
-            tool_calls=[ToolCall(name="lookup", arguments={"q": i}, result={"ok": True}, t=1.0)],
-            cost_usd=0.01 * i,
-            duration_ms=1000.0 + i,
-            started_at=T0 - timedelta(minutes=1),
-            evaluations=[Evaluation(name="polite", evaluator="fixed:scorer", verdict="pass", score=0.5,
-                                    scale_min=0.0, scale_max=1.0)],
-        )
-        for i in range(n)
-    ]
-    core = pl.from_arrow(Report.from_case_runs("q1", runs).case_runs)
-    assert isinstance(core, pl.DataFrame)
-    return core.with_columns(
-        case_run_id=pl.Series([f"{prefix}-{i}" for i in range(n)]),
-        run_id=pl.lit("run-1"),
-        suite_id=pl.lit("suite-1"),
-        case_key=pl.col("case_id"),
-        runner=pl.lit("fixed"),
-        request_id=pl.lit("q1"),
-        case_snapshot=pl.lit('{"prompt": "hi"}'),
-        case_snapshot_hash=pl.lit("abc123"),
-        reported_at=pl.lit(reported_at).dt.cast_time_unit("us"),
-    )
-
-
-def evaluations(n: int = 2, *, score: float = 0.5) -> pl.DataFrame:
-    """``n`` runner-evaluation rows on a 0..1 scale."""
-    return pl.DataFrame(
-        {
-            "evaluation_id": [f"ev-{i}" for i in range(n)],
-            "case_run_id": [f"cr-{i}" for i in range(n)],
-            "run_id": "run-1",
-            "request_id": "q1",
-            "reported_at": T0,
-            "case_id": [f"case-{i}" for i in range(n)],
-            "source_ref": "",
-            "name": "polite",
-            "evaluator": "fixed:scorer",
-            "verdict": "pass",
-            "score": score,
-            "scale_min": 0.0,
-            "scale_max": 1.0,
-            "rationale": None,
-            "raw": '{"label": "good"}',
-        },
-        schema_overrides={"rationale": pl.String},
-    )
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Lake:
-    return Lake(str(tmp_path / "lake"))
-
-
-def _everything(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
 
 
 def test_write_then_scan_round_trips_every_column(lake: Lake) -> None:
     written = case_runs(3)
-    lake.write("case_runs", written, team_id="team-a", date="2024-05-06")
+    lake.write("case_runs", written, team_id="team-a", date="2024-05-06", origin="report", ref="run-1:q1")
     got = lake.scan("case_runs").collect().sort("case_run_id")
     assert got.columns == [*TABLES["case_runs"].arrow_schema.names, "team_id", "date"]
     assert got["team_id"].to_list() == ["team-a"] * 3 and got["date"].to_list() == ["2024-05-06"] * 3
@@ -107,9 +42,10 @@ def test_write_then_scan_round_trips_every_column(lake: Lake) -> None:
 
 
 def test_files_land_in_the_hive_layout_with_version_metadata(lake: Lake) -> None:
-    path = lake.write("case_runs", case_runs(2), team_id="team-a", date="2024-05-06")
+    path = lake.write("case_runs", case_runs(2), team_id="team-a", date="2024-05-06", origin="report", ref="run-1:q1")
     assert re.fullmatch(re.escape(lake.root) + r"/case_runs/team_id=team-a/date=2024-05-06/part-[0-9a-f]{32}\.parquet", path)
-    assert lake.files("case_runs") == [path]
+    assert lake.files("case_runs") == [(path, 1)]
+    assert manifest_paths(lake.engine) == [path.removeprefix(lake.root + "/")]
     schema = pq.read_schema(path)
     assert "team_id" not in schema.names and "date" not in schema.names
     assert schema.metadata[b"assay.table"] == b"case_runs" and schema.metadata[b"assay.schema_version"] == b"1"
@@ -120,15 +56,17 @@ def test_files_land_in_the_hive_layout_with_version_metadata(lake: Lake) -> None
 @pytest.mark.parametrize("team_id", ["../x", "a/b", "A", "", "x" * 65])
 def test_a_bad_team_id_is_refused_before_anything_is_written(lake: Lake, team_id: str) -> None:
     with pytest.raises(IdentifierError, match="team_id"):
-        lake.write("case_runs", case_runs(1), team_id=team_id, date="2024-05-06")
-    assert _everything(Path(lake.root)) == [] and _everything(Path(lake.root).parent) == []
+        lake.write("case_runs", case_runs(1), team_id=team_id, date="2024-05-06", origin="report", ref="r:q")
+    outside = [p for p in everything(Path(lake.root).parent) if not p.startswith("catalog.db")]  # SQLite's own files
+    assert everything(Path(lake.root)) == [] and outside == []
+    assert manifest_paths(lake.engine) == []
 
 
 @pytest.mark.parametrize("date", ["2024-02-30", "2024-5-6", "../2024-05-06", "20240506", ""])
 def test_a_bad_date_is_refused_before_anything_is_written(lake: Lake, date: str) -> None:
     with pytest.raises(IdentifierError, match="YYYY-MM-DD"):
-        lake.write("case_runs", case_runs(1), team_id="team-a", date=date)
-    assert _everything(Path(lake.root)) == []
+        lake.write("case_runs", case_runs(1), team_id="team-a", date=date, origin="report", ref="r:q")
+    assert everything(Path(lake.root)) == [] and manifest_paths(lake.engine) == []
 
 
 @pytest.mark.parametrize(
@@ -157,15 +95,15 @@ def test_a_bad_date_is_refused_before_anything_is_written(lake: Lake, date: str)
 )
 def test_bad_evidence_is_refused_and_nothing_is_written(lake: Lake, table: str, frame, message: str) -> None:
     with pytest.raises(EvidenceError, match=message) as info:
-        lake.write(table, frame(), team_id="team-a", date="2024-05-06")
+        lake.write(table, frame(), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
     assert str(info.value).startswith(f"{table}: ")
-    assert not Path(lake.root, table).exists()
-    assert lake.scan(table).collect().height == 0
+    assert [p for p in everything(Path(lake.root)) if p != MARKER] == []  # the layout marker, no data
+    assert manifest_paths(lake.engine) == [] and lake.scan(table).collect().height == 0
 
 
 def test_a_pyarrow_table_and_nulls_in_nullable_columns_are_accepted(lake: Lake) -> None:
     ev = evaluations(2).with_columns(verdict=pl.lit(None, pl.String), score=pl.Series([None, 1.0]))
-    lake.write("runner_evaluations", ev.to_arrow(), team_id="team-a", date="2024-05-06")
+    lake.write("runner_evaluations", ev.to_arrow(), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
     got = lake.read("runner_evaluations", evaluation_id="ev-0")
     assert got["verdict"].to_list() == [None] and got["score"].to_list() == [None]
     assert lake.read("runner_evaluations", score=1.0)["evaluation_id"].to_list() == ["ev-1"]
@@ -183,24 +121,134 @@ def test_an_empty_table_scans_to_an_empty_frame_with_every_column(lake: Lake) ->
     assert [r[0] for r in con.sql("describe case_runs").fetchall()][-2:] == ["team_id", "date"]
 
 
-def _plant(lake: Lake, table: str, arrow: pa.Table, team: str = "team-a", date: str = "2024-05-06") -> str:
-    path = Path(lake.root, table, f"team_id={team}", f"date={date}", f"part-{uuid.uuid4().hex}.parquet")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(arrow.cast(TABLES[table].arrow_schema.with_metadata(arrow.schema.metadata)), path)
-    return str(path)
+def test_a_staged_file_is_invisible_until_committed_and_a_rolled_back_commit_never_shows(lake: Lake) -> None:
+    lake.write("case_runs", case_runs(1, prefix="old"), team_id="team-a", date="2024-05-06", origin="report", ref="r:q0")
+    staged = lake.stage("case_runs", case_runs(2), team_id="team-a", date="2024-05-06")
+    assert Path(lake.path(staged.path)).is_file() and staged.rows == 2 and staged.run_ids == ("run-1",)
+    assert seen(lake) == ["old-0"]
+    assert len(lake.files("case_runs")) == 1 and lake.read("case_runs", run_id="run-1").height == 1
+
+    with pytest.raises(RuntimeError, match="refused"), lake.engine.begin() as conn:
+        lake.commit(conn, [staged], origin="report", ref="run-1:q1")
+        raise RuntimeError("the report was refused after its files were named")
+    assert seen(lake) == ["old-0"]
+    assert lake.files("case_runs") == lake.files("case_runs", FileFilter(runs=["run-1"]))
+    assert manifest_paths(lake.engine) == [p.removeprefix(lake.root + "/") for p, _ in lake.files("case_runs")]
+
+    with lake.engine.begin() as conn:
+        lake.commit(conn, [staged], origin="report", ref="run-1:q1")
+    assert seen(lake) == ["cr-0", "cr-1", "old-0"]
+    assert (lake.address(staged.path), 1) in lake.files("case_runs", FileFilter(runs=["run-1"]))
 
 
-@pytest.mark.parametrize("metadata", [{b"assay.table": b"case_runs", b"assay.schema_version": b"99"},
-                                      {b"assay.table": b"case_runs"}])
-def test_a_file_of_an_unknown_or_missing_version_is_refused(lake: Lake, metadata: dict) -> None:
-    rows = case_runs(1).to_arrow().select(TABLES["case_runs"].arrow_schema.names)
-    path = _plant(lake, "case_runs", rows.replace_schema_metadata(metadata))
-    with pytest.raises(SchemaVersionError) as info:
-        lake.scan("case_runs")
-    assert info.value.where == path and info.value.known == TABLES["case_runs"].known_versions
-    assert info.value.found == ("99" if b"assay.schema_version" in metadata else None)
-    with pytest.raises(SchemaVersionError):
-        connect(lake)
+def test_a_file_no_manifest_row_names_is_never_read(lake: Lake) -> None:
+    named = lake.write("case_runs", case_runs(2), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
+    plant(lake, "case_runs", case_runs(3, prefix="crashed"))  # same partition, the right layout, a valid file
+    plant(lake, "case_runs", case_runs(1, prefix="elsewhere"), team="team-b", date="2024-05-07")
+    Path(lake.root, "case_runs", "team_id=team-a", "stray.parquet").write_bytes(b"PAR1")  # not even Parquet
+    assert lake.files("case_runs") == [(named, 1)]
+    assert seen(lake) == ["cr-0", "cr-1"]
+    assert lake.read("case_runs", run_id="run-1")["case_run_id"].sort().to_list() == ["cr-0", "cr-1"]
+    assert lake.read("case_runs", FileFilter(teams=["team-b"])).height == 0
+    lake.check_files("case_runs")  # only named files are opened, so the stray one is never found
+
+
+def test_a_torn_write_is_never_visible(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = lake.write("case_runs", case_runs(2), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
+    before = lake.scan("case_runs").collect()
+
+    def torn(table: pa.Table, where: str, **kwargs: object) -> None:
+        with open(where, "wb") as f:
+            f.write(b"PAR1" + b"\0" * 1000)  # a header and half a row group, then the machine dies
+        raise OSError("disk pulled mid-write")
+
+    monkeypatch.setattr(pq, "write_table", torn)
+    with pytest.raises(OSError, match="disk pulled"):
+        lake.write("case_runs", case_runs(5, prefix="new"), team_id="team-a", date="2024-05-07", origin="report", ref="r:q2")
+    monkeypatch.undo()
+    assert lake.files("case_runs") == [(first, 1)]
+    assert not Path(lake.root, "case_runs", "team_id=team-a", "date=2024-05-07").exists()
+    assert os.listdir(Path(lake.root, "_staging")) == []
+    assert Lake(lake.url, lake.engine).scan("case_runs").collect().equals(before)
+
+
+RUNS = [f"run-{i:02d}" for i in range(50)]
+
+
+def _team(i: int) -> str:
+    return ("team-a", "team-b")[i % 2]
+
+
+def _date(i: int) -> str:
+    return f"2024-05-{1 + i // 10:02d}"  # ten runs a day, 1 to 5 May
+
+
+def test_readers_open_only_the_files_of_their_runs_teams_and_dates(lake: Lake) -> None:
+    addresses = [
+        lake.write("case_runs", case_runs(2, prefix=run, run_id=run), team_id=_team(i), date=_date(i), origin="report",
+                   ref=f"{run}:q1")
+        for i, run in enumerate(RUNS)
+    ]
+    assert len(lake.files("case_runs")) == 50
+    for i in (0, 17, 49):
+        assert lake.files("case_runs", FileFilter(runs=[RUNS[i]])) == [(addresses[i], 1)]
+        got = lake.scan("case_runs", runs=[RUNS[i]]).collect()
+        assert sorted(got["case_run_id"]) == [f"{RUNS[i]}-0", f"{RUNS[i]}-1"] and set(got["run_id"]) == {RUNS[i]}
+        assert got.select("team_id", "date").unique().rows() == [(_team(i), _date(i))]
+    assert len(lake.files("case_runs", FileFilter(runs=[RUNS[3], RUNS[4], "no-such-run"]))) == 2
+
+    def chosen(where: FileFilter) -> list[int]:
+        return sorted(addresses.index(a) for a, _ in lake.files("case_runs", where))
+
+    assert chosen(FileFilter(teams=["team-b"])) == [i for i in range(50) if i % 2]
+    assert chosen(FileFilter(since="2024-05-04")) == list(range(30, 50))
+    assert chosen(FileFilter(until="2024-05-02")) == list(range(10))
+    assert chosen(FileFilter(teams=["team-a"], since="2024-05-02", until="2024-05-03")) == [10, 12, 14, 16, 18]
+    assert chosen(FileFilter(runs=[RUNS[11], RUNS[12]], teams=["team-a"])) == [12]
+    got = lake.scan("case_runs", teams=["team-a"], since="2024-05-05").collect()
+    assert got.height == 10 and set(got["run_id"]) == {RUNS[i] for i in range(40, 50, 2)}
+
+    for address in addresses[1:]:  # the proof that a run's reader opens nothing else: nothing else is left
+        os.remove(address)
+    assert lake.read("case_runs", run_id=RUNS[0]).height == 2
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_a_damaged_file_fails_only_the_readers_of_its_partition_and_is_named(lake: Lake, damage: str) -> None:
+    bad = lake.write("case_runs", case_runs(2, prefix="a1", run_id="run-1"), team_id="team-a", date="2024-05-06",
+                     origin="report", ref="run-1:q1")
+    lake.write("case_runs", case_runs(2, prefix="a2", run_id="run-2"), team_id="team-a", date="2024-05-07",
+               origin="report", ref="run-2:q1")
+    lake.write("case_runs", case_runs(2, prefix="b3", run_id="run-3"), team_id="team-b", date="2024-05-06",
+               origin="report", ref="run-3:q1")
+    if damage == "missing":
+        os.remove(bad)
+    else:
+        Path(bad).write_bytes(b"this is not Parquet, a disk lost it" * 10)
+
+    named = re.escape(bad)
+    with pytest.raises(EvidenceError, match=named):
+        lake.read("case_runs", run_id="run-1")
+    with pytest.raises(EvidenceError, match=named):
+        lake.read("case_runs", FileFilter(teams=["team-a"]))
+    with pytest.raises(EvidenceError, match=named):
+        lake.check_files("case_runs")
+    assert lake.read("case_runs", run_id="run-2")["case_run_id"].sort().to_list() == ["a2-0", "a2-1"]
+    assert lake.read("case_runs", FileFilter(teams=["team-b"]))["case_run_id"].sort().to_list() == ["b3-0", "b3-1"]
+    assert lake.read("case_runs", FileFilter(since="2024-05-07")).height == 2
+
+
+@pytest.mark.parametrize("version", [99, 0])
+def test_a_listed_file_of_an_unknown_version_is_refused_naming_it(lake: Lake, version: int) -> None:
+    lake.write("case_runs", case_runs(1, prefix="ok"), team_id="team-b", date="2024-05-06", origin="report", ref="r:q")
+    relative = plant(lake, "case_runs", case_runs(1), version=str(version).encode())
+    list_file(lake, relative, version=version)
+    for read in (lambda: lake.scan("case_runs"), lambda: lake.read("case_runs", run_id="run-1"), lambda: connect(lake)):
+        with pytest.raises(SchemaVersionError) as info:
+            read()
+        assert info.value.where == lake.address(relative) and info.value.found == version
+        assert info.value.known == TABLES["case_runs"].known_versions
+    assert lake.read("case_runs", FileFilter(teams=["team-b"]))["case_run_id"].to_list() == ["ok-0"]
 
 
 # The golden files were made once, with schema version 1, by:
@@ -209,7 +257,8 @@ def test_a_file_of_an_unknown_or_missing_version_is_refused(lake: Lake, metadata
 # (outcomes, assertion_results, verdicts: two hand-written rows each, ids oc-/ar-/vd-0 and 1, at T0)
 # and copying each written file to tests/storage/golden/<table>.v1.parquet. Never regenerate them:
 # they stand for files already in users' lakes. A new version gets a new golden file next to them:
-# assertion_results.v2 is the v1 rows plus evaluator_version 1 and 2, written by Lake.write.
+# assertion_results.v2 is the v1 rows plus evaluator_version 1 and 2, written by Lake.write;
+# current_results.v1 is two rows (cu-0 met, cu-1 undetermined) of one run, written by Lake.write.
 KNOWN = [(table, version) for table in sorted(TABLES) for version in TABLES[table].known_versions]
 
 
@@ -217,12 +266,19 @@ def test_every_known_version_has_a_golden_file() -> None:
     assert {p.name for p in GOLDEN.glob("*.parquet")} == {f"{t}.v{v}.parquet" for t, v in KNOWN}
 
 
+def _golden(lake: Lake, table: str, version: int, date: str = "2024-05-06") -> str:
+    """Copy the golden file into the lake and name it in the manifest; its relative path."""
+    lake.check_layout(creating=True)
+    relative = f"{table}/team_id=golden/date={date}/part-{uuid.uuid4().hex}.parquet"
+    Path(lake.path(relative)).parent.mkdir(parents=True)
+    shutil.copy(GOLDEN / f"{table}.v{version}.parquet", lake.path(relative))
+    list_file(lake, relative, version=version)
+    return relative
+
+
 @pytest.mark.parametrize(("table", "version"), KNOWN)
 def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str, version: int) -> None:
-    golden = GOLDEN / f"{table}.v{version}.parquet"
-    dest = Path(lake.root, table, "team_id=golden", "date=2024-05-06", f"part-{'0' * 32}.parquet")
-    dest.parent.mkdir(parents=True)
-    shutil.copy(golden, dest)
+    _golden(lake, table, version)
     got = lake.scan(table).collect().sort(TABLES[table].natural_key)
     assert got.height == 2 and got["team_id"].to_list() == ["golden", "golden"]
     assert got[TABLES[table].first_by].to_list() == [T0, T0]
@@ -237,19 +293,20 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str, 
         assert got["case_run_id"].to_list() == ["cr-0", "cr-1"]
         assert got["transcript"][1].to_list()[1] == {"role": "agent", "text": "hi ✓", "t": 1.5}
         assert got["tool_calls"][1].to_list()[0]["arguments"] == '{"q": 1}'
-    else:
+    elif table == "runner_evaluations":
         assert got["evaluation_id"].to_list() == ["ev-0", "ev-1"] and got["score"].to_list() == [0.5, 0.5]
+    elif table == "current_results":
+        assert got["result_id"].to_list() == ["cu-0", "cu-1"] and got["met"].to_list() == [True, None]
+        assert got["run"].n_unique() == 1 and got["key"].n_unique() == 1 and got["case_run"].n_unique() == 2
     assert connect(lake).sql(f"select count(*) from {table}").fetchall() == [(2,)]
 
 
 def test_files_of_an_older_and_the_current_version_read_as_one_table(lake: Lake) -> None:
-    dest = Path(lake.root, "assertion_results", "team_id=golden", "date=2024-05-06", f"part-{'0' * 32}.parquet")
-    dest.parent.mkdir(parents=True)
-    shutil.copy(GOLDEN / "assertion_results.v1.parquet", dest)
+    _golden(lake, "assertion_results", 1)
     current = pl.read_parquet(GOLDEN / "assertion_results.v2.parquet").with_columns(
         result_id=pl.Series(["ar-2", "ar-3"]), evaluator_version=pl.Series([3, 4], dtype=pl.Int32)
     )
-    lake.write("assertion_results", current, team_id="golden", date="2024-05-07")
+    lake.write("assertion_results", current, team_id="golden", date="2024-05-07", origin="judging", ref="pass-1")
     got = lake.scan("assertion_results").collect().sort("result_id")
     assert got["evaluator_version"].to_list() == [1, 1, 3, 4]
     assert got["date"].to_list() == ["2024-05-06"] * 2 + ["2024-05-07"] * 2
@@ -257,39 +314,15 @@ def test_files_of_an_older_and_the_current_version_read_as_one_table(lake: Lake)
     assert view.fetchall() == [("ar-0", 1), ("ar-1", 1), ("ar-2", 3), ("ar-3", 4)]
 
 
-def test_a_torn_write_is_never_visible(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = lake.write("case_runs", case_runs(2), team_id="team-a", date="2024-05-06")
-    before = lake.scan("case_runs").collect()
-
-    def torn(table: pa.Table, where: str, **kwargs: object) -> None:
-        with open(where, "wb") as f:
-            f.write(b"PAR1" + b"\0" * 1000)  # a header and half a row group, then the machine dies
-        raise OSError("disk pulled mid-write")
-
-    monkeypatch.setattr(pq, "write_table", torn)
-    with pytest.raises(OSError, match="disk pulled"):
-        lake.write("case_runs", case_runs(5, prefix="new"), team_id="team-a", date="2024-05-07")
-    monkeypatch.undo()
-    assert lake.files("case_runs") == [first]
-    assert not Path(lake.root, "case_runs", "team_id=team-a", "date=2024-05-07").exists()
-    assert os.listdir(Path(lake.root, "_staging")) == []
-    assert Lake(lake.url).scan("case_runs").collect().equals(before)
-
-
-@pytest.fixture
-def memory_lake() -> Iterator[Lake]:
-    url = f"memory://lake-{uuid.uuid4().hex}"
-    yield Lake(url)
-    fsspec.filesystem("memory").rm(url, recursive=True)
-
-
 def test_a_memory_filesystem_lake_round_trips_through_polars_and_duckdb(memory_lake: Lake) -> None:
-    path = memory_lake.write("case_runs", case_runs(3), team_id="team-a", date="2024-05-06")
-    memory_lake.write("runner_evaluations", evaluations(2), team_id="team-b", date="2024-05-07")
-    assert path.startswith("memory:///lake-") and memory_lake.files("case_runs") == [path]
+    path = memory_lake.write("case_runs", case_runs(3), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
+    memory_lake.write("runner_evaluations", evaluations(2), team_id="team-b", date="2024-05-07", origin="report", ref="r:q")
+    assert path.startswith("memory:///lake-") and memory_lake.files("case_runs") == [(path, 1)]
     assert not memory_lake.fs.exists(f"{memory_lake.root}/_staging")
-    got = Lake(memory_lake.url).scan("case_runs").collect().sort("case_run_id")
+    plant(memory_lake, "case_runs", case_runs(1, prefix="unnamed"))
+    got = Lake(memory_lake.url, memory_lake.engine).scan("case_runs").collect().sort("case_run_id")
     assert got["case_run_id"].to_list() == ["cr-0", "cr-1", "cr-2"] and set(got["team_id"]) == {"team-a"}
+    assert memory_lake.read("case_runs", run_id="run-1", case_run_id="cr-1")["duration_ms"].to_list() == [1001.0]
     con = connect(memory_lake)
     assert con.sql("select team_id, date, count(*) from runner_evaluations group by all").fetchall() == [
         ("team-b", "2024-05-07", 2)
@@ -297,28 +330,8 @@ def test_a_memory_filesystem_lake_round_trips_through_polars_and_duckdb(memory_l
     assert con.sql("select sum(duration_ms) from case_runs").fetchall() == [(3003.0,)]
 
 
-@pytest.mark.parametrize("retry_delay", [timedelta(0), timedelta(seconds=5)])
-def test_a_retried_write_never_double_counts(lake: Lake, retry_delay: timedelta) -> None:
-    batch = case_runs(3)
-    lake.write("case_runs", batch, team_id="team-a", date="2024-05-06")
-    retried = batch.with_columns(reported_at=pl.lit(T0 + retry_delay).dt.cast_time_unit("us"), runner=pl.lit("retry"))
-    lake.write("case_runs", retried, team_id="team-a", date="2024-05-07")  # the retry lands after midnight
-    lake.write("case_runs", case_runs(1, prefix="other"), team_id="team-a", date="2024-05-07")
-    assert len(lake.files("case_runs")) == 3
-
-    got = lake.scan("case_runs").collect()
-    assert got.height == 4 and got["case_run_id"].n_unique() == 4
-    con = connect(lake)
-    assert con.sql("select count(*), count(distinct case_run_id) from case_runs").fetchall() == [(4, 4)]
-    if retry_delay:  # the first report wins, in both engines
-        assert sorted(got["runner"].to_list()) == ["fixed"] * 4
-        assert con.sql("select count(*) from case_runs where runner = 'retry'").fetchall() == [(0,)]
-    sql_rows = con.sql("select case_run_id, runner, date from case_runs order by case_run_id").fetchall()
-    assert sql_rows == got.select("case_run_id", "runner", "date").sort("case_run_id").rows()
-
-
 def test_connect_registers_catalog_tables_and_refuses_a_name_clash(lake: Lake) -> None:
-    lake.write("case_runs", case_runs(3), team_id="team-a", date="2024-05-06")
+    lake.write("case_runs", case_runs(3), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
     suites = pa.table({"suite_id": ["suite-1"], "name": ["Smoke"]})
     con = connect(lake, {"suites": suites})
     assert con.sql("select s.name, count(*) from case_runs join suites s using (suite_id) group by all").fetchall() == [
@@ -331,30 +344,16 @@ def test_connect_registers_catalog_tables_and_refuses_a_name_clash(lake: Lake) -
         connect(lake, {"case_runs": suites})
 
 
-def test_each_file_is_version_checked_once_per_lake(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
-    lake.write("case_runs", case_runs(1), team_id="team-a", date="2024-05-06")
-    _plant(lake, "case_runs", case_runs(1, prefix="p").to_arrow().select(TABLES["case_runs"].arrow_schema.names)
-           .replace_schema_metadata({b"assay.table": b"case_runs", b"assay.schema_version": b"1"}))
-    calls: list[str] = []
-    real = pq.read_schema
-    monkeypatch.setattr(pq, "read_schema", lambda path, **kw: calls.append(path) or real(path, **kw))
-    lake.scan("case_runs").collect()
-    lake.scan("case_runs").collect()
-    assert len(calls) == 1  # the file this Lake wrote itself is known good
-
-
-def test_from_settings_uses_the_resolved_lake_url(tmp_path: Path) -> None:
-    lake = Lake.from_settings(Settings(home=tmp_path / "home"))
+def test_from_settings_uses_the_resolved_lake_url(tmp_path: Path, engine: sa.Engine) -> None:
+    lake = Lake.from_settings(Settings(home=tmp_path / "home"), engine)
     assert lake.root == str((tmp_path / "home" / "lake").resolve())
-    lake.write("case_runs", case_runs(1), team_id="team-a", date="2024-05-06")
+    lake.write("case_runs", case_runs(1), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
     assert (tmp_path / "home" / "lake" / "case_runs" / "team_id=team-a").is_dir()
 
 
-def test_an_unknown_table_or_a_stray_file_is_refused(lake: Lake) -> None:
-    with pytest.raises(EvidenceError, match="no lake table 'no_such_table'; known: assertion_results, case_runs, outcomes, runner_evaluations, verdicts"):
-        lake.write("no_such_table", case_runs(1), team_id="team-a", date="2024-05-06")
-    stray = Path(lake.root, "case_runs", "team_id=team-a", "stray.parquet")
-    stray.parent.mkdir(parents=True)
-    stray.write_bytes(b"PAR1")
-    with pytest.raises(EvidenceError, match=r"stray\.parquet: not a lake file path"):
-        lake.scan("case_runs")
+def test_an_unknown_table_or_origin_is_refused(lake: Lake) -> None:
+    with pytest.raises(EvidenceError, match=f"no lake table 'no_such_table'; known: {', '.join(sorted(TABLES))}$"):
+        lake.write("no_such_table", case_runs(1), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
+    with pytest.raises(sa.exc.IntegrityError):
+        lake.write("case_runs", case_runs(1), team_id="team-a", date="2024-05-06", origin="guesswork", ref="r:q")
+    assert lake.files("case_runs") == [] and manifest_paths(lake.engine) == []

@@ -34,3 +34,14 @@ def test_downgrade_to_base_and_up_again(engine: sa.Engine) -> None:
     assert set(sa.inspect(engine).get_table_names()) <= {"alembic_version"}
     migrate(engine)
     assert _diff(engine) == []
+
+
+def test_head_names_the_newest_revision(engine: sa.Engine) -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from assay.storage.catalog.engine import HEAD, MIGRATIONS, current_revision
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    assert ScriptDirectory.from_config(cfg).get_heads() == [HEAD] and current_revision(engine) == HEAD
