@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from assay.core.criteria import CriteriaSpec, resolve
 from assay.core.ids import content_hash, id_code, name_code
 from assay.core.plugins import registered
-from assay.storage.catalog.assertions import assignments, criteria_spec, stamped_criteria
+from assay.storage.catalog.assertions import assignments, criteria_spec, stamped_criteria, stamped_verdicts
 from assay.storage.catalog.runs import finalised_runs, find_suite, suite_assertion_keys
 from assay.storage.judgments import write_pass, write_verdicts
 from assay.storage.lake import FileFilter, codes
@@ -139,7 +139,7 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
     with ws.engine.connect() as conn:
         names = codes.names_of(conn)
     state = ws.lake.scan("current_results", where).filter(pl.col("run").is_in(list(by_code)))
-    coded = ws.lake.collect(coded_run_verdicts(state, spec, key_codes, names), "current_results", where)
+    coded = ws.lake.collect(coded_run_verdicts(state, spec, key_codes, names), "current_results", where, streaming=True)
     run_ids_of = pl.DataFrame({"run": list(by_code), "run_id": list(by_code.values())})
     return coded.join(run_ids_of, on="run").select("run_id", *VERDICT_COLUMNS).sort("run_id")
 
@@ -171,9 +171,7 @@ def rescore(
         resolve(consumer, spec, keys)
         rows = finalised_runs(conn, s.suite_id, run_ids)
         runs = {r.run_id: r.created_at for r in rows}
-        stamped = {
-            r.run_id: (r.verdict, r.version) for r in stamped_criteria(conn, runs) if r.consumer_key == consumer
-        }
+        stamped = {r: v for r, v in stamped_verdicts(conn, s.suite_id, consumer).items() if r in runs}
     verdicts = _rescored(ws, s.suite_id, list(runs), spec, keys)
     table = verdicts.select("run_id", "verdict", "reason").with_columns(
         stamped=pl.col("run_id").replace_strict({k: v[0] for k, v in stamped.items()}, default=None,

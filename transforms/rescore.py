@@ -39,16 +39,19 @@ def coded_run_verdicts(
     per_key = (
         atoms.filter(key.is_in(list(code.values())))
         .group_by("run", "key")
-        .agg(
-            n=pl.len(),
-            met=met.sum(),
-            nulls=met.null_count(),
-            not_met=(~met).sum(),
-            units=pl.col("case_run").n_unique(),
-            failed_units=pl.col("case_run").filter(~met).n_unique(),
-            evaluators=pl.col("evaluator_code").unique(),
-        )
+        .agg(n=pl.len(), met=met.sum(), nulls=met.null_count(), not_met=(~met).sum(),
+             evaluators=pl.col("evaluator_code").unique())
     )
+    # Required keys are also counted in case runs (a case run may hold two results of one key).
+    required = [code[k] for k in plan.required]
+    units = (
+        atoms.filter(key.is_in(required))
+        .group_by("run", "key", "case_run")
+        .agg(failed=(~met).any())
+        .group_by("run", "key")
+        .agg(units=pl.len(), failed_units=pl.col("failed").sum())
+    )
+    per_key = per_key.join(units, on=["run", "key"], how="left")
     n, m = pl.col("n"), pl.col("met")
     aggs = [n.sum().alias("counted"), m.sum().alias("met"), pl.col("nulls").sum().alias("nulls")]
     for r, k in enumerate(plan.required):

@@ -218,10 +218,12 @@ class Lake:
             raise EvidenceError(f"{table}: no column(s) {sorted(unknown)} to filter on")
         return self.collect(lf.filter(**equals) if equals else lf, table, where)
 
-    def collect(self, frame: pl.LazyFrame, table: str, where: FileFilter = FileFilter()) -> pl.DataFrame:
-        """Collect a query over :meth:`scan`; when a file cannot be read, say which one."""
+    def collect(self, frame: pl.LazyFrame, table: str, where: FileFilter = FileFilter(), *,
+                streaming: bool = False) -> pl.DataFrame:
+        """Collect a query over :meth:`scan` (``streaming``: in batches, for wide aggregations); when a
+        file cannot be read, say which one."""
         try:
-            return frame.collect()
+            return frame.collect(engine="streaming" if streaming else "auto")
         except (pl.exceptions.ComputeError, OSError) as exc:
             self.check_files(table, where)
             raise EvidenceError(f"{table}: the lake could not be read: {exc}") from None
