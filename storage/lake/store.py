@@ -171,13 +171,18 @@ class Lake:
         versions read as the current one. A named file that is missing raises :class:`EvidenceError`
         naming it (only for readers of its partition: others never open it).
         """
-        t = self.table(table)
         where = FileFilter(**narrow) if narrow else where
-        found = self.files(table, where)
+        return self.scan_files(table, self.files(table, where))
+
+    def scan_files(self, table: str, found: Sequence[tuple[str, int]]) -> pl.LazyFrame:
+        """The rows of the given (address, schema version) files of ``table``, lazily, read as the current version."""
+        t = self.table(table)
         if not found:
             return pl.LazyFrame(schema=pl.from_arrow(t.read_schema.empty_table()).schema)  # type: ignore[union-attr]
         by_version: dict[int, list[str]] = {}
         for address, version in found:
+            if version not in t.known_versions:
+                raise SchemaVersionError(address, version, t.known_versions)
             by_version.setdefault(version, []).append(address)
         if self.local:
             missing = [a for a, _ in found if not os.path.exists(a)]
