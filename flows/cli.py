@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import Enum
 from typing import Annotated, Any
 
 import typer
@@ -277,6 +278,22 @@ def lake_migrate(as_json: JsonOpt = False) -> None:
                              f"{counts['duplicates_dropped']} duplicate row(s) dropped")
 
 
+@lake_app.command("compact")
+def lake_compact(
+    table: Annotated[str | None, typer.Option(help="Only this lake table (e.g. assertion_results).")] = None,
+    team: Annotated[str | None, typer.Option(help="Only this team's partitions.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rewrite each partition's small files into larger ones, sorted for re-scoring (old files go at vacuum)."""
+    from .operations import compact
+
+    result = compact(_workspace(), table, team)
+    if not _emit("assay.lake.compact", result, as_json):
+        _console().print(f"compacted {result['partitions']} partition(s): {result['files_in']} file(s) -> "
+                         f"{result['files_out']}, {result['rows']} row(s)"
+                         + (f"; {result['refused']} refused (compacted concurrently)" if result["refused"] else ""))
+
+
 @lake_app.command("vacuum")
 def lake_vacuum(as_json: JsonOpt = False) -> None:
     """Delete lake files nobody reads (unlisted, or retired by compaction) once past the grace period."""
@@ -285,6 +302,64 @@ def lake_vacuum(as_json: JsonOpt = False) -> None:
     result = vacuum(_workspace())
     if not _emit("assay.lake.vacuum", result, as_json):
         _console().print(f"deleted {result['unnamed']} unlisted and {result['retired']} retired file(s)")
+
+
+class QueryFormat(str, Enum):
+    """How `assay query` prints its answer."""
+
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+@app.command()
+def query(
+    sql: Annotated[str, typer.Argument(metavar="SQL", help="Over the lake, the catalog and the derived views.")],
+    fmt: Annotated[QueryFormat, typer.Option("--format", help="table, csv, or json (an array of rows).")] = (
+        QueryFormat.table
+    ),
+) -> None:
+    """Ask your own question: SQL on assay.connect(), DuckDB over the lake and the catalog.
+
+    Every view and column is listed in docs/reference/query.md.
+    """
+    import assay
+    from assay.storage.query import run as run_sql
+
+    answer = run_sql(assay.connect(), sql)
+    if fmt is QueryFormat.csv:
+        typer.echo(answer.to_csv(), nl=False)
+    elif fmt is QueryFormat.json:
+        typer.echo(answer.to_json())
+    else:
+        _print_answer(answer)
+
+
+def _print_answer(answer) -> None:
+    """A table when the columns fit the terminal, else one block per row (column, value), like psql's ``\\x``."""
+    from rich.rule import Rule
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console()
+    rows = [[v if len(v) <= 200 else v[:199] + "…" for v in row] for row in answer.text(null="null")]
+    needed = sum(max([len(c), *(min(len(r[i]), 20) for r in rows)]) + 3 for i, c in enumerate(answer.columns))
+    if needed <= console.width:
+        table = Table(show_edge=False, pad_edge=False)
+        for name in answer.columns:
+            table.add_column(name, overflow="fold")
+        for row in rows:
+            table.add_row(*map(Text, row))
+        console.print(table)
+    for n, row in enumerate(rows if needed > console.width else [], start=1):
+        console.print(Rule(f"row {n}", align="left", style="dim"))
+        block = Table.grid(padding=(0, 2))
+        block.add_column(style="bold", no_wrap=True)
+        block.add_column(overflow="fold")
+        for name, value in zip(answer.columns, row, strict=True):
+            block.add_row(name, Text(value))
+        console.print(block)
+    console.print(f"{len(rows)} row(s)", style="dim")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -90,6 +90,13 @@ def reap(ws: Workspace) -> dict[str, list[str]]:
     return ws.ledger.reap()
 
 
+def compact(ws: Workspace, table: str | None = None, team: str | None = None) -> dict[str, int]:
+    """Rewrite the lake's small files, partition by partition, into files of about the target size."""
+    from assay.storage.lake.compact import compact as compact_lake
+
+    return compact_lake(ws.lake, table=table, team=team, target_bytes=ws.settings.lake_target_file_bytes)
+
+
 def vacuum(ws: Workspace) -> dict[str, int]:
     """Delete lake files nobody will read again (unnamed, or retired), once past the grace period."""
     from assay.storage.lake.upkeep import vacuum as vacuum_lake

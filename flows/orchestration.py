@@ -111,3 +111,20 @@ def rejudge(
 ) -> dict[str, Any]:
     """New outcomes over stored evidence for the chosen runs; calls the judge, never a runner."""
     return rejudge_task(run_ids, keys, new_versions_only, force)
+
+
+@io_task
+def compact_task(table: str | None, team: str | None) -> dict[str, int]:
+    return ops.compact(open_workspace(), table, team)
+
+
+@io_task
+def vacuum_task() -> dict[str, int]:
+    return ops.vacuum(open_workspace())
+
+
+@flow(name="compact-lake")
+def compact_lake(table: str | None = None, team: str | None = None, vacuum: bool = True) -> dict[str, Any]:
+    """Compact the lake's small files, then vacuum what has passed its grace period."""
+    compacted = compact_task(table, team)
+    return {"compacted": compacted, "vacuumed": vacuum_task() if vacuum else None}

@@ -70,3 +70,15 @@ def test_vacuum_deletes_unlisted_files_past_the_grace_period_only(assay_home: Pa
     os.utime(stray, (1, 1))  # written long ago
     gone = assay("lake", "vacuum", home=assay_home)
     assert "deleted 1 unlisted" in gone.stdout and not stray.exists()
+
+
+def test_compact_then_vacuum_from_the_command_line_keeps_every_row(assay_home: Path) -> None:
+    runs, before = _judged_demo(assay_home)
+    done = json.loads(assay("lake", "compact", "--json", home=assay_home).stdout)
+    assert done["schema"] == "assay.lake.compact" and done["files_in"] > done["files_out"] > 0
+    assert "nothing" not in assay("lake", "vacuum", home=assay_home).stdout
+    ws = open_workspace()
+    assert judging.verdicts_for(ws, runs) == before
+    ws.close()
+    again = json.loads(assay("lake", "compact", "--json", home=assay_home).stdout)
+    assert again["partitions"] == 0  # nothing left to gain
