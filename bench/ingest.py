@@ -88,6 +88,7 @@ def run() -> list[Result]:
 
     def duckdb_copy() -> None:
         con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+        con.execute("SET enable_progress_bar = false")
         con.execute(f"COPY (SELECT * FROM read_ndjson('{calls}')) TO '{out}' (FORMAT parquet, COMPRESSION zstd)")
         con.close()
 

@@ -15,12 +15,12 @@ import polars as pl
 
 from assay.core.errors import EvidenceError
 from assay.core.evidence import Report
-from assay.core.ids import stable_id
+from .hashing import stable_ids
 
 
-def case_run_ids(run_id: str, case_ids: Sequence[str], source_refs: Sequence[str]) -> list[str]:
+def case_run_ids(run_id: str, case_ids: pl.Series, source_refs: pl.Series) -> pl.Series:
     """Natural keys of case runs: the same (run, case, source) always gives the same id."""
-    return [stable_id(run_id, c, s) for c, s in zip(case_ids, source_refs, strict=True)]
+    return stable_ids(run_id, case_ids, source_refs)
 
 
 def assemble(report: Report, run: Any, cases: Sequence[Any], reported_at: datetime) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -41,9 +41,9 @@ def assemble(report: Report, run: Any, cases: Sequence[Any], reported_at: dateti
             f"report {report.request_id} for run {run.run_id} names case ids outside the run: "
             f"{', '.join(sorted(unknown)[:5])}; a runner may only report the run's own cases"
         )
-    ids = case_run_ids(run.run_id, reported["case_id"].to_list(), reported["source_ref"].to_list())
+    ids = case_run_ids(run.run_id, reported["case_id"], reported["source_ref"])
     system = {
-        "case_run_id": pl.Series(ids, dtype=pl.String),
+        "case_run_id": ids,
         "run_id": pl.lit(run.run_id),
         "suite_id": pl.lit(run.suite_id),
         "runner": pl.lit(run.runner),
@@ -62,12 +62,8 @@ def assemble(report: Report, run: Any, cases: Sequence[Any], reported_at: dateti
             f"report {report.request_id}: {orphans.height} evaluation(s) name a case run not in the report "
             f"(first: case {first['case_id']!r}, source {first['source_ref']!r}); report evaluations with their case run"
         )
-    evaluation_ids = [
-        stable_id(c, e, n)
-        for c, e, n in zip(evaluations["case_run_id"], evaluations["evaluator"], evaluations["name"], strict=True)
-    ]
     evaluations = evaluations.with_columns(
-        evaluation_id=pl.Series(evaluation_ids, dtype=pl.String),
+        evaluation_id=stable_ids(evaluations["case_run_id"], evaluations["evaluator"], evaluations["name"]),
         run_id=pl.lit(run.run_id),
         request_id=pl.lit(report.request_id),
         reported_at=pl.lit(reported_at).dt.cast_time_unit("us"),

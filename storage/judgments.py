@@ -17,19 +17,16 @@ import polars as pl
 
 from assay.core.errors import ConcurrentWriteError
 from assay.core.failpoints import failpoint
-from assay.core.ids import new_id, stable_id
+from assay.core.ids import new_id
 
 from .catalog import tables as t
+from .hashing import stable_ids
 from .lake import FileFilter, Lake, LakeFile, codes, manifest
 
 __all__ = ["write_current", "write_pass", "write_verdicts"]
 
 OUTCOME_KEYS = ("case_run_id", "run_id", "case_key", "team_id", "date", "evaluated", "carried")
 """What :func:`write_pass` needs to know of each case run that gets an outcome."""
-
-
-def _ids(*columns: pl.Series) -> pl.Series:
-    return pl.Series([stable_id(*parts) for parts in zip(*columns, strict=True)], dtype=pl.String)
 
 
 def _partitions(frame: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
@@ -57,11 +54,11 @@ def write_pass(
     now = pl.lit(moment).dt.cast_time_unit("us")
     pass_id = new_id()
     outcomes = outcomes.select(OUTCOME_KEYS).with_columns(
-        outcome_id=_ids(pl.Series([pass_id] * outcomes.height), outcomes["case_run_id"])
+        outcome_id=stable_ids(pass_id, outcomes["case_run_id"])
     )
     atoms = results.join(outcomes.select("case_run_id", "outcome_id", "run_id", "case_key", "team_id", "date"),
                          on="case_run_id")
-    atoms = atoms.with_columns(result_id=_ids(atoms["outcome_id"], atoms["assertion_id"]), judged_at=now)
+    atoms = atoms.with_columns(result_id=stable_ids(atoms["outcome_id"], atoms["assertion_id"]), judged_at=now)
     outcomes = outcomes.with_columns(
         pass_id=pl.lit(pass_id), trigger=pl.lit(trigger), judged_at=now, judge=pl.lit(judge, dtype=pl.String)
     )
@@ -141,7 +138,7 @@ def write_verdicts(
     ``criteria`` labels the spec (``v3``, ``candidate``); ``spec_hash`` identifies it.
     """
     frame = verdicts.with_columns(
-        verdict_id=_ids(verdicts["run_id"], pl.Series([consumer] * verdicts.height), pl.Series([spec_hash] * verdicts.height)),
+        verdict_id=stable_ids(verdicts["run_id"], consumer, spec_hash),
         suite_id=pl.lit(suite_id), consumer_key=pl.lit(consumer), criteria=pl.lit(criteria),
         spec_hash=pl.lit(spec_hash), computed_at=pl.lit(datetime.now(UTC)).dt.cast_time_unit("us"),
     )
