@@ -47,6 +47,18 @@ class CriteriaSpec(BaseModel):
     def named_keys(self) -> set[str]:
         return set(self.required) | set(self.ignore) | {k for g in self.threshold for k in g.keys}
 
+    def counted_required(self) -> list[str]:
+        """The required keys that count: each once, in order, an ignored key never (ignore wins)."""
+        ignored = set(self.ignore)
+        return list(dict.fromkeys(k for k in self.required if k not in ignored))
+
+    def counted_groups(self) -> list[tuple[int, list[str], float]]:
+        """(index in ``threshold``, counted keys, min) of each group that counts anything: its keys each
+        once, in order, less the ignored ones; a group whose every key is ignored asks nothing."""
+        ignored = set(self.ignore)
+        groups = [(i, list(dict.fromkeys(k for k in g.keys if k not in ignored)), g.min) for i, g in enumerate(self.threshold)]
+        return [(i, keys, low) for i, keys, low in groups if keys]
+
 
 def unmatched(spec: CriteriaSpec, keys: Iterable[str]) -> list[str]:
     """Problems resolving ``spec`` against the suite's assertion ``keys`` (empty when it resolves)."""

@@ -1,17 +1,15 @@
 # %% [markdown]
 # # Evidence overview
 #
-# What the lake holds, and what judging concluded, asked of DuckDB. Open as a notebook (Jupytext
-# percent format: VS Code, JupyterLab with Jupytext) or run as a script; it reads the workspace of
-# `ASSAY_HOME` (default `./.assay`; `make demo` fills one). The test suite executes it against the
-# demo data.
+# What the lake holds, and what judging concluded, asked of DuckDB through `assay.connect()` (every
+# view and column: `docs/reference/query.md`). Open as a notebook (Jupytext percent format: VS Code,
+# JupyterLab with Jupytext) or run as a script; it reads the workspace of `ASSAY_HOME` (default
+# `./.assay`; `make demo` fills one). The test suite executes it against the demo data.
 
 # %%
-from assay.core.settings import Settings
-from assay.storage.lake import Lake
-from assay.storage.query import connect
+import assay
 
-con = connect(Lake.from_settings(Settings()))
+con = assay.connect()
 
 # %% [markdown]
 # ## Case runs per team and runner
@@ -26,20 +24,17 @@ print(case_runs)
 
 # %% [markdown]
 # ## Failure rate per assertion key, over each case run's latest outcome
-# `met` is null when a result could not be determined: counted apart, never as a pass.
+# `current_results` holds the results of each case run's latest outcome (`latest_outcomes`); `met` is
+# null when a result could not be determined: counted apart, never as a pass.
 
 # %%
 failures = con.sql(
-    """WITH latest AS (
-         SELECT * FROM assertion_results
-         QUALIFY judged_at = max(judged_at) OVER (PARTITION BY case_run_id)
-       )
-       SELECT team_id, assertion_key, evaluator,
+    """SELECT team_id, assertion_key, evaluator,
               count(*) AS results,
               count(*) FILTER (WHERE met = false) AS failed,
               count(*) FILTER (WHERE met IS NULL) AS undetermined,
               round(count(*) FILTER (WHERE met = false) / count(*), 3) AS failure_rate
-       FROM latest GROUP BY ALL ORDER BY failure_rate DESC, team_id, assertion_key"""
+       FROM current_results GROUP BY ALL ORDER BY failure_rate DESC, team_id, assertion_key"""
 ).pl()
 print(failures)
 
@@ -55,9 +50,8 @@ disagreement = con.sql(
               e.verdict AS vendor_says, r.met AS transcript_check_met
        FROM runner_evaluations e
        JOIN case_runs c USING (case_run_id)
-       JOIN assertion_results r USING (case_run_id)
+       JOIN current_results r USING (case_run_id)
        WHERE e.name = 'handles_out_of_area' AND r.assertion_key = 'declines_out_of_area'
-       QUALIFY r.judged_at = max(r.judged_at) OVER (PARTITION BY r.case_run_id)
        ORDER BY call"""
 ).pl()
 print(disagreement)

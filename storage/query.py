@@ -1,53 +1,239 @@
-"""DuckDB over the evidence lake: one view per lake table over the files its manifest lists, catalog tables as Arrow.
+"""DuckDB over the evidence lake and the catalog: what :func:`assay.connect` opens.
 
-DuckDB never installs or loads an extension here (air-gapped machines are common): Parquet is built
-in, and an object-store lake is reached through its fsspec filesystem, registered on the connection.
+- one view per lake table over the files its manifest lists (:meth:`Lake.files`);
+- with ``catalog=True``, the catalog's tables (:data:`CATALOG_TABLES`) copied in through SQLAlchemy and
+  Arrow, and the derived views of :mod:`.views` (``latest_outcomes``, ``current_results``,
+  ``verdicts_now``).
+
+DuckDB never installs or loads an extension here (air-gapped machines are common): Parquet and JSON are
+built in, an object-store lake is reached through its fsspec filesystem, registered on the connection,
+and the catalog through SQLAlchemy (DuckDB's sqlite and postgres scanners are extensions).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import csv
+import io
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
-from assay.core.errors import EvidenceError
+import pyarrow as pa
+import sqlalchemy as sa
 
-from .lake.tables import PARTITIONS
+from assay.core.errors import AssayError, EvidenceError
+from assay.core.ids import canonical_json
+
+from . import views
+from .catalog import tables as catalog
+from .catalog.tables import UtcDateTime
+from .lake.remote import register_filesystem
+from .lake.tables import PARTITIONS, TABLES
 
 if TYPE_CHECKING:
     import duckdb
-    import pyarrow as pa
 
     from .lake import Lake, LakeTable
 
+__all__ = ["CATALOG_TABLES", "Answer", "QueryError", "blank", "catalog_schema", "connect", "read_catalog", "run"]
+
 _CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-"""No extension is ever installed or loaded (ICU, which gives TimeZone, is built in)."""
+"""No extension is ever installed or loaded (ICU, which gives TimeZone, and JSON are built in)."""
+
+CATALOG_TABLES: tuple[sa.Table, ...] = (
+    catalog.teams, catalog.consumers, catalog.suites, catalog.cases, catalog.assertions, catalog.criteria,
+    catalog.runs, catalog.run_criteria,
+)
+"""The catalog tables ``connect(..., catalog=True)`` copies in, under their own names and columns."""
 
 
-def connect(lake: "Lake", tables: "dict[str, pa.Table] | None" = None) -> "duckdb.DuckDBPyConnection":
+class QueryError(AssayError, ValueError):
+    """DuckDB refused a query (bad SQL, an unknown table or column); ``sql`` is the query."""
+
+    def __init__(self, sql: str, message: str):
+        self.sql = sql
+        super().__init__(f"query failed: {message}; the views and their columns: docs/reference/query.md")
+
+
+def connect(
+    lake: "Lake", tables: "dict[str, pa.Table] | None" = None, *, catalog: bool = False
+) -> "duckdb.DuckDBPyConnection":
     """An in-memory DuckDB connection with a view per lake table and ``tables`` registered by name.
 
     Each view reads the files the manifest lists for the table (older schema versions read as the
-    current one) and adds ``team_id`` and ``date`` as VARCHAR, like :meth:`Lake.scan`. The views list
-    the files live at connection time; reconnect to see later writes.
+    current one) and adds ``team_id`` and ``date`` as VARCHAR, like :meth:`Lake.scan`. With ``catalog``,
+    the catalog's tables and the derived views come too (:func:`assay.connect` asks for them). Everything
+    is read at connection time; reconnect to see later writes.
     """
-    import duckdb
-
-    con = duckdb.connect(":memory:", config=dict(_CONFIG))
-    con.execute("SET TimeZone = 'UTC'")  # timestamps come back in UTC whatever the machine's zone
-    if not lake.local:
-        con.register_filesystem(lake.fs)
+    con = _duckdb()
+    register_filesystem(con, lake.fs)
+    listed = lake.snapshot()  # one read of the manifest: a judging pass is seen whole or not at all
     for name, table in lake.tables.items():
-        files: dict[int, list[str]] = {}
-        for address, version in lake.files(name):
-            files.setdefault(version, []).append(address)
-        if files:
-            con.execute(f"CREATE VIEW {_quote(name)} AS {_view_sql(table, files)}")
-        else:
-            con.register(name, table.read_schema.empty_table())
+        _lake_relation(con, name, table, listed[name])
     for name, arrow in (tables or {}).items():
         if name in lake.tables:
             raise EvidenceError(f"catalog table {name!r} would hide the lake table of the same name")
         con.register(name, arrow)
+    if catalog:
+        clash = sorted((set(lake.tables) | set(tables or {})) & {t.name for t in CATALOG_TABLES})
+        if clash:
+            raise EvidenceError(f"catalog table(s) {clash} would hide a lake or registered table of the same name")
+        _install(con, read_catalog(lake.engine), provided=lake.tables)
     return con
+
+
+def blank() -> "duckdb.DuckDBPyConnection":
+    """Every relation ``connect(..., catalog=True)`` makes over the registered lake tables, with no rows.
+
+    What the query reference (:mod:`.reference`) describes, so the reference names what analysts get.
+    """
+    con = _duckdb()
+    for name, table in TABLES.items():
+        _lake_relation(con, name, table, [])
+    _install(con, {t.name: catalog_schema(t).empty_table() for t in CATALOG_TABLES}, provided=TABLES)
+    return con
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a query returned: column names, their DuckDB types, and the rows as Python values."""
+
+    columns: list[str]
+    types: list[str]
+    rows: list[tuple[Any, ...]]
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per row, values as JSON carries them (timestamps as ISO text, decimals as numbers, JSON as JSON)."""
+        parse = [t == "JSON" for t in self.types]
+        return [
+            {c: json.loads(v) if p and v is not None else _plain(v)
+             for c, v, p in zip(self.columns, row, parse, strict=True)}
+            for row in self.rows
+        ]
+
+    def text(self, null: str = "") -> list[list[str]]:
+        """Each value as text: strings as they are, everything else as JSON would write it, nulls as ``null``."""
+        return [[_text(v, null) for v in row] for row in self.rows]
+
+    def to_csv(self) -> str:
+        """The answer as CSV with a header row (nulls empty, nested values as JSON)."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(self.columns)
+        writer.writerows(self.text())
+        return out.getvalue()
+
+    def to_json(self) -> str:
+        """The answer as a JSON array of objects, one per row."""
+        return json.dumps(self.records(), indent=2, ensure_ascii=False)
+
+
+def run(con: "duckdb.DuckDBPyConnection", sql: str) -> Answer:
+    """The answer to ``sql`` (its last statement); :class:`QueryError` with DuckDB's message when refused."""
+    import duckdb
+
+    try:
+        relation = con.sql(sql)
+        if relation is None:  # a statement with no answer (SET, CREATE ...)
+            return Answer([], [], [])
+        return Answer(list(relation.columns), [str(t) for t in relation.types], relation.fetchall())
+    except duckdb.Error as exc:
+        first = str(exc).strip().split("\n\n")[0]  # DuckDB's message, then a blank line and a pointer into the SQL
+        raise QueryError(sql, " ".join(first.split())) from None
+
+
+def _text(value: Any, null: str) -> str:
+    if value is None:
+        return null
+    plain = _plain(value)
+    return plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON carries it: ISO text for instants and dates, floats for decimals, recursively."""
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytes | UUID | timedelta):
+        return str(value)
+    return value
+
+
+def catalog_schema(table: sa.Table) -> pa.Schema:
+    """The Arrow columns of a catalog table: JSON columns travel as JSON text (DuckDB types them JSON)."""
+    return pa.schema([pa.field(c.name, _arrow_type(c), nullable=bool(c.nullable)) for c in table.columns])
+
+
+def read_catalog(engine: sa.Engine) -> dict[str, pa.Table]:
+    """Every table of :data:`CATALOG_TABLES` as Arrow, read in one catalog transaction (a consistent snapshot)."""
+    out = {}
+    with engine.connect() as conn:
+        for table in CATALOG_TABLES:
+            rows = conn.execute(sa.select(table).order_by(*table.primary_key.columns)).all()
+            columns = {
+                c.name: [None if r[i] is None else canonical_json(r[i]) for r in rows] if isinstance(c.type, sa.JSON)
+                else [r[i] for r in rows]
+                for i, c in enumerate(table.columns)
+            }
+            out[table.name] = pa.table(columns, schema=catalog_schema(table))
+    return out
+
+
+def _arrow_type(column: sa.Column) -> pa.DataType:
+    kind = column.type
+    if isinstance(kind, UtcDateTime):
+        return pa.timestamp("us", tz="UTC")
+    if isinstance(kind, sa.JSON | sa.String):
+        return pa.string()
+    if isinstance(kind, sa.BigInteger):
+        return pa.int64()
+    if isinstance(kind, sa.Integer):
+        return pa.int32()
+    if isinstance(kind, sa.Boolean):
+        return pa.bool_()
+    raise EvidenceError(f"catalog column {column.table.name}.{column.name}: no Arrow type for {kind!r} here")
+
+
+def _duckdb() -> "duckdb.DuckDBPyConnection":
+    import duckdb
+
+    con = duckdb.connect(":memory:", config=dict(_CONFIG))
+    con.execute("SET TimeZone = 'UTC'")  # timestamps come back in UTC whatever the machine's zone
+    return con
+
+
+def _lake_relation(
+    con: "duckdb.DuckDBPyConnection", name: str, table: "LakeTable", found: list[tuple[str, int]]
+) -> None:
+    """A view over ``found`` (address, schema version), or the table's empty read schema when there is none."""
+    files: dict[int, list[str]] = {}
+    for address, version in found:
+        files.setdefault(version, []).append(address)
+    if files:
+        con.execute(f"CREATE VIEW {_quote(name)} AS {_view_sql(table, files)}")
+    else:
+        con.register(name, table.read_schema.empty_table())
+
+
+def _install(con: "duckdb.DuckDBPyConnection", arrow: Mapping[str, pa.Table], provided: Iterable[str]) -> None:
+    """Copy the catalog's tables in (JSON text typed JSON), then create the derived views."""
+    for table in CATALOG_TABLES:
+        json_columns = [c.name for c in table.columns if isinstance(c.type, sa.JSON)]
+        casts = ", ".join(f"CAST({_quote(c)} AS JSON) AS {_quote(c)}" for c in json_columns)
+        replace = f" REPLACE ({casts})" if json_columns else ""
+        con.register("_catalog_arrow", arrow[table.name])
+        con.execute(f"CREATE TABLE {_quote(table.name)} AS SELECT *{replace} FROM _catalog_arrow")
+        con.unregister("_catalog_arrow")
+    views.install(con, views.criteria_terms(arrow["criteria"]), provided=provided)
 
 
 def _view_sql(table: "LakeTable", files: dict[int, list[str]]) -> str:

@@ -117,7 +117,8 @@ def new_outcomes(case_runs: pl.DataFrame, results: pl.DataFrame, previous: pl.Da
     ``case_runs`` has ``case_run_id`` and whatever key columns the outcome needs (run, case, team,
     date); ``results`` is the pass's results with a boolean ``fresh`` column; ``previous`` as in
     :func:`plan_pass`. A case run whose results were all carried, over the same set of assertions as
-    its latest outcome, has nothing new to say and gets none. Returns ``case_runs``' columns plus
+    its latest outcome, has nothing new to say and gets none; nor does one with no result in this pass
+    (an empty outcome would say nothing, and "latest outcome" is read from atoms). Returns ``case_runs``' columns plus
     ``evaluated`` and ``carried`` (Int64).
     """
     per_run = results.group_by("case_run_id").agg(
@@ -131,9 +132,10 @@ def new_outcomes(case_runs: pl.DataFrame, results: pl.DataFrame, previous: pl.Da
         .join(before, on="case_run_id", how="left")
         .with_columns(pl.col("evaluated", "carried").fill_null(0))
     )
+    empty = pl.col("evaluated") + pl.col("carried") == 0
     unchanged = (
         (pl.col("evaluated") == 0)
         & (pl.col("_ids").fill_null([]) == pl.col("_before").fill_null([]))
         & pl.col("_before").is_not_null()
     )
-    return joined.filter(~unchanged).drop("_ids", "_before")
+    return joined.filter(~(empty | unchanged)).drop("_ids", "_before")

@@ -32,7 +32,10 @@ import polars as pl
 from assay.core.criteria import CriteriaSpec
 from assay.core.errors import EvidenceError
 
-__all__ = ["GROUP_DTYPE", "MAX_EVALUATORS", "VERDICT_COLUMNS", "case_verdicts", "flips", "latest", "run_verdicts"]
+__all__ = [
+    "GROUP_DTYPE", "MAX_EVALUATORS", "VERDICT_COLUMNS", "case_verdicts", "flips", "latest", "latest_outcomes",
+    "run_verdicts",
+]
 
 _LATEST_COLUMNS = ("case_run_id", "outcome_id", "judged_at")
 _VERDICT_INPUT = ("run_id", "case_run_id", "case_key", "outcome_id", "judged_at", "assertion_key", "met", "evaluator")
@@ -58,9 +61,13 @@ def _require(atoms: pl.LazyFrame, columns: tuple[str, ...], what: str) -> None:
         raise EvidenceError(f"{what}: atoms lack column(s) {missing}; pass assertion_results rows")
 
 
-def _newest(outcomes: pl.LazyFrame) -> pl.LazyFrame:
-    """The rows of ``outcomes`` (one per outcome: outcome_id, case_run_id, judged_at, ...) that are
-    each case run's latest: greatest judged_at, then greatest outcome_id."""
+def latest_outcomes(outcomes: pl.LazyFrame) -> pl.LazyFrame:
+    """The rows of ``outcomes`` (one per outcome: outcome_id, case_run_id, judged_at, ...) that are each
+    case run's latest: greatest judged_at, then greatest outcome_id.
+
+    This is the one Polars definition of "latest outcome"; its SQL form is the ``latest_outcomes`` view
+    of :func:`assay.connect` (:mod:`assay.storage.views`), and a test keeps the two in agreement.
+    """
     cr = "case_run_id"
     # cached: both branches below read it, and recomputing the per-outcome summaries doubles the cost
     flagged = outcomes.with_columns(pl.col(cr).is_unique().alias("_only")).cache()
@@ -76,11 +83,12 @@ def latest(atoms: pl.LazyFrame) -> pl.LazyFrame:
 
     The latest outcome of a case run is the one judged last (its atoms' greatest ``judged_at``);
     outcomes judged at the same instant are ordered by ``outcome_id``, the greatest winning, so the
-    choice never depends on file or row order.
+    choice never depends on file or row order (:func:`latest_outcomes`). The SQL form is the
+    ``current_results`` of :func:`assay.connect`. Only outcomes with atoms are seen here.
     """
     _require(atoms, _LATEST_COLUMNS, "latest")
     outcomes = atoms.group_by("outcome_id").agg(pl.col("case_run_id").first(), pl.col("judged_at").max())
-    return atoms.join(_newest(outcomes).select("outcome_id"), on="outcome_id", how="semi")
+    return atoms.join(latest_outcomes(outcomes).select("outcome_id"), on="outcome_id", how="semi")
 
 
 # --- the spec, as the columns the arithmetic needs ------------------------------------------------
@@ -94,13 +102,7 @@ class _Plan:
 
 
 def _plan(spec: CriteriaSpec) -> _Plan:
-    ignored = set(spec.ignore)
-    required = list(dict.fromkeys(k for k in spec.required if k not in ignored))
-    groups = []
-    for i, g in enumerate(spec.threshold):
-        keys = list(dict.fromkeys(k for k in g.keys if k not in ignored))
-        if keys:  # a group whose every key is ignored counts nothing and asks nothing
-            groups.append((i, keys, g.min))
+    required, groups = spec.counted_required(), spec.counted_groups()
     counted = list(dict.fromkeys([*required, *(k for _, keys, _ in groups for k in keys)]))
     return _Plan(required, groups, counted)
 
@@ -128,7 +130,7 @@ def _current_outcomes(atoms: pl.LazyFrame, plan: _Plan, carry: list[str], evalua
     for g, keys, _ in plan.groups:
         aggs += [key.is_in(keys).sum().alias(f"_g{g}_n"), (key.is_in(keys) & met).sum().alias(f"_g{g}_met")]
     per_outcome = atoms.group_by("outcome_id").agg(aggs)
-    return _newest(per_outcome).with_columns(pl.col(_count_columns(plan, units=False)).cast(pl.Int64))
+    return latest_outcomes(per_outcome).with_columns(pl.col(_count_columns(plan, units=False)).cast(pl.Int64))
 
 
 def _counted_evaluator(plan: _Plan) -> pl.Expr:

@@ -158,6 +158,20 @@ class Lake:
                 raise SchemaVersionError(address, version, t.known_versions)
         return found
 
+    def snapshot(self) -> dict[str, list[tuple[str, int]]]:
+        """(address, schema version) of every table's live files, from one read of the manifest."""
+        self.check_layout()
+        with self.engine.connect() as conn:
+            found = manifest.live_tables(conn, list(self.tables))
+        out = {}
+        for name, listed in found.items():
+            t = self.tables[name]
+            for path, version in listed:
+                if version not in t.known_versions:
+                    raise SchemaVersionError(self.address(path), version, t.known_versions)
+            out[name] = [(self.address(p), v) for p, v in listed]
+        return out
+
     def live(self, table: str, where: FileFilter = FileFilter()) -> list[tuple[str, int]]:
         """(path relative to the root, schema version) of the live files of ``table`` that ``where`` selects."""
         self.check_layout()

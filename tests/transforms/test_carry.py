@@ -103,17 +103,17 @@ def test_pass_results_stamp_the_evaluators_version_on_fresh_results_only() -> No
 
 
 def test_a_case_run_gets_an_outcome_only_when_the_pass_says_something_new() -> None:
-    case_runs = pl.DataFrame({"case_run_id": ["same", "fresh", "fewer", "first"], "run_id": "r"})
+    case_runs = pl.DataFrame({"case_run_id": ["same", "fresh", "fewer", "first", "none"], "run_id": "r"})
     results = pl.DataFrame({
         "case_run_id": ["same", "same", "fresh", "fresh", "fewer", "first"],
         "assertion_id": ["a", "b", "a", "b", "a", "a"],
         "fresh": [False, False, True, False, False, False],
     })
-    previous = pl.DataFrame({"case_run_id": ["same", "same", "fresh", "fresh", "fewer", "fewer"],
-                             "assertion_id": ["b", "a", "a", "b", "a", "b"]})
+    previous = pl.DataFrame({"case_run_id": ["same", "same", "fresh", "fresh", "fewer", "fewer", "none"],
+                             "assertion_id": ["b", "a", "a", "b", "a", "b", "a"]})
     got = new_outcomes(case_runs, results, previous).sort("case_run_id")
     # "same": all carried over the same assertions -> nothing new; "fewer": one assertion no longer
-    # applies; "first": never judged before.
+    # applies; "first": never judged before; "none": no result in this pass -> no (empty) outcome.
     assert got.select("case_run_id", "evaluated", "carried").rows() == [
         ("fewer", 0, 1), ("first", 0, 1), ("fresh", 1, 1)]
     assert got.columns == ["case_run_id", "run_id", "evaluated", "carried"]
