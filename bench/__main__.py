@@ -9,10 +9,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import ingest, judging, leases, rescore
+from . import ingest, judging, lake, leases
 from .common import Result, machine
 
-BENCHMARKS = [ingest, leases, judging, rescore]
+BENCHMARKS = [ingest, leases, judging, lake]
 
 
 def cli_help() -> list[Result]:

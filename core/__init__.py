@@ -6,8 +6,7 @@ on first use (PEP 562), so importing one piece of the vocabulary never builds ev
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from .lazy import lazy_names
 
 _HOMES: dict[str, str] = {
     "AssayError": "errors",
@@ -72,12 +71,4 @@ _HOMES: dict[str, str] = {
 
 __all__ = sorted(_HOMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(import_module(f".{_HOMES[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -11,8 +11,9 @@ Heavy dependencies (DuckDB, PyArrow) are imported when a runner executes, not at
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from .config_check import ConfigCheckRunner
@@ -23,13 +24,4 @@ _MODULES = {"ConfigCheckRunner": "config_check", "FixedRunner": "fixed", "Record
 
 __all__ = ["ConfigCheckRunner", "FixedRunner", "RecordedRunner"]
 
-
-def __getattr__(name: str) -> Any:
-    """Import a runner class on first use (PEP 562)."""
-    if name in _MODULES:
-        return getattr(import_module(f".{_MODULES[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_names(__name__, _MODULES)  # each runner class imported on first use
