@@ -133,6 +133,7 @@ def build(home: Path, runs: int, runs_per_pass: int = 10, seed: int = 7,
     from assay.flows.workspace import open_workspace
     from assay.storage.catalog.load import load_bundle
     from assay.storage.judgments import write_pass
+    from assay.transforms.rescore import key_counts
 
     home.mkdir(parents=True, exist_ok=True)
     os.environ["ASSAY_HOME"] = str(home)
@@ -160,14 +161,14 @@ def build(home: Path, runs: int, runs_per_pass: int = 10, seed: int = 7,
                 evaluated=pl.lit(len(KEYS), pl.Int64), carried=pl.lit(0, pl.Int64),
             ).drop("i")
             results = _results(rng, outcomes, behaviour, None)
-            write_pass(ws.lake, outcomes, results, trigger="run", judge=None)
+            write_pass(ws.lake, outcomes, results, trigger="run", judge=None, summarise=key_counts)
             all_case_runs.append(outcomes)
             passes, atoms = passes + 1, atoms + results.height
     case_runs = pl.concat(all_case_runs)
     again = case_runs.filter(_random(rng, case_runs.height) < REJUDGED)
     for date, part in again.group_by("date", maintain_order=True):  # a re-judge of the suite, one pass per date
         results = _results(rng, part, behaviour, "assay:judge:gpt-5")
-        write_pass(ws.lake, part, results, trigger="rejudge", judge="gpt-5")
+        write_pass(ws.lake, part, results, trigger="rejudge", judge="gpt-5", summarise=key_counts)
         passes, atoms = passes + 1, atoms + results.height
     ws.close()
     return {"runs": runs, "case_runs": case_runs.height, "atoms": atoms, "current_atoms": case_runs.height * len(KEYS),

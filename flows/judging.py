@@ -30,7 +30,7 @@ from assay.storage.lake import FileFilter, codes
 from assay.transforms.carry import STORED, new_outcomes, pass_results, plan_pass
 from assay.transforms.judge import evaluate
 from assay.transforms.mechanisms import evaluator_versions
-from assay.transforms.rescore import coded_run_verdicts
+from assay.transforms.rescore import counted_run_verdicts, key_counts
 from assay.transforms.verdicts import VERDICT_COLUMNS, case_verdicts, flips, latest, run_verdicts
 
 from .workspace import Workspace
@@ -79,7 +79,7 @@ def judge_runs(
     evaluated = evaluate(case_runs, evaluations, plan.fresh, supported_mechanisms(), judge)
     results = pass_results(evaluated, plan.carried, versions)
     outcomes = new_outcomes(case_runs.select("case_run_id", "run_id", "case_key", "team_id", "date"), results, previous)
-    written = write_pass(lake, outcomes, results, trigger=trigger, judge=judge)
+    written = write_pass(lake, outcomes, results, trigger=trigger, judge=judge, summarise=key_counts)
     return {
         "runs": len(run_ids), "case_runs": case_runs.height, "outcomes": written,
         "evaluated": evaluated.height, "carried": plan.carried.height, "unjudged": plan.left_out,
@@ -125,7 +125,7 @@ def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) 
 
 
 def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSpec, keys: set[str]) -> pl.DataFrame:
-    """Each run's verdict under ``spec``, from the coded re-score state of the suite's files only.
+    """Each run's verdict under ``spec``, from the per-(run, key) counts the lake keeps (the suite's files only).
 
     Codes are 64 bits of each id or name; should two of the suite's runs or keys ever share one, the
     verdicts are computed from the text columns instead (same rules, slower).
@@ -138,8 +138,8 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
         return ws.lake.collect(run_verdicts(_atoms(ws, run_ids, suite_id), spec), "current_results", where)
     with ws.engine.connect() as conn:
         names = codes.names_of(conn)
-    state = ws.lake.scan("current_results", where).filter(pl.col("run").is_in(list(by_code)))
-    coded = ws.lake.collect(coded_run_verdicts(state, spec, key_codes, names), "current_results", where, streaming=True)
+    counts = ws.lake.scan("run_key_counts", where).filter(pl.col("run").is_in(list(by_code)))
+    coded = ws.lake.collect(counted_run_verdicts(counts, spec, key_codes, names), "run_key_counts", where)
     run_ids_of = pl.DataFrame({"run": list(by_code), "run_id": list(by_code.values())})
     return coded.join(run_ids_of, on="run").select("run_id", *VERDICT_COLUMNS).sort("run_id")
 

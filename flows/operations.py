@@ -109,12 +109,13 @@ def migrate_lake(ws: Workspace) -> dict[str, dict[str, int]]:
     re-score state (each case run's latest outcome's atoms) by the one definition of "latest"."""
     from assay.storage.judgments import write_current
     from assay.storage.lake.upkeep import migrate
+    from assay.transforms.rescore import key_counts
     from assay.transforms.verdicts import latest
 
     report = migrate(ws.lake)
     if report.get("assertion_results"):
         current = latest(ws.lake.scan("assertion_results")).collect()
         report["current_results"] = {"files": 0, "rewritten": 0, "duplicates_dropped": 0,
-                                     "rows": write_current(ws.lake, current)}
+                                     "rows": write_current(ws.lake, current, key_counts)}
     return report
 

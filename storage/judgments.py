@@ -21,7 +21,8 @@ from assay.core.ids import new_id
 
 from .catalog import tables as t
 from .hashing import stable_ids
-from .lake import FileFilter, Lake, LakeFile, codes, manifest
+from . import state
+from .lake import Lake, LakeFile, codes, manifest
 
 __all__ = ["write_current", "write_pass", "write_verdicts"]
 
@@ -34,20 +35,22 @@ def _partitions(frame: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
 
 
 def write_pass(
-    lake: Lake, outcomes: pl.DataFrame, results: pl.DataFrame, *, trigger: str, judge: str | None
+    lake: Lake, outcomes: pl.DataFrame, results: pl.DataFrame, *, trigger: str, judge: str | None,
+    summarise: state.Summarise,
 ) -> int:
     """Write one judging pass: an outcome per row of ``outcomes``, with the ``results`` of its case run.
 
     ``outcomes`` has :data:`OUTCOME_KEYS`; ``results`` one row per (case run, assertion version) with the
     assertion columns and met, value, reason, evaluator, evaluator_version. Results of case runs
-    without an outcome row are not written. Returns the number of outcomes written.
+    without an outcome row are not written. The re-score state of the judged runs is rewritten in the
+    same transaction (:mod:`.state`; ``summarise`` computes its counts). Returns the number of outcomes.
     """
     if outcomes.is_empty():
         return 0
-    superseded, kept = _current_of(lake, outcomes)
+    before = state.prior(lake, outcomes["run_id"].unique().to_list())
     # A pass is later than every outcome it supersedes, even on a machine whose clock is behind: the
     # latest outcome by judged_at is then always the last one committed.
-    after = kept["judged_at"].max() if kept is not None and kept.height else None
+    after = before.latest_judged_at
     moment = datetime.now(UTC)
     if after is not None and moment <= after:
         moment = after + timedelta(microseconds=1)
@@ -70,7 +73,7 @@ def write_pass(
         mine = atoms.filter(pl.col("team_id") == team, pl.col("date") == date)
         if mine.height:
             staged.append(lake.stage("assertion_results", mine.select(result_columns), team_id=team, date=date))
-    current, names = _stage_current(lake, kept, atoms)
+    change = state.stage(lake, before, atoms, summarise, now)
     failpoint("judge.staged")
     with lake.engine.begin() as conn:
         conn.execute(t.judging_passes.insert().values(
@@ -78,54 +81,25 @@ def write_pass(
             created_at=datetime.now(UTC),
         ))
         lake.commit(conn, staged, origin="judging", ref=pass_id)
-        if manifest.retire(conn, superseded, by=pass_id, now=datetime.now(UTC)) != len(superseded):
+        if manifest.retire(conn, change.retired, by=pass_id, now=datetime.now(UTC)) != len(change.retired):
             raise ConcurrentWriteError(
                 f"judging pass {pass_id}: another pass changed the current results of these runs meanwhile; "
                 "nothing was written; judge again"
             )
-        lake.commit(conn, current, origin="judging", ref=pass_id)
-        codes.record_names(conn, names)
+        lake.commit(conn, change.staged, origin="judging", ref=pass_id)
+        codes.record_names(conn, change.names)
         failpoint("judge.recorded")
     return outcomes.height
 
 
-def _current_of(lake: Lake, outcomes: pl.DataFrame) -> tuple[list[str], pl.DataFrame | None]:
-    """The live ``current_results`` files holding any run of ``outcomes``, and their rows that stay.
-
-    Copy on write: a pass retires those files whole and writes their rows again, minus the case runs
-    it gives a new outcome (:func:`_stage_current`), so the current state is never edited in place.
-    """
-    where = FileFilter(runs=outcomes["run_id"].unique().to_list())
-    superseded = [path for path, _ in lake.live("current_results", where)]
-    if not superseded:
-        return [], None
-    rows = lake.collect(lake.scan("current_results", where), "current_results", where)
-    judged = rows["case_run_id"].is_in(outcomes["case_run_id"].to_list())
-    return superseded, rows.with_columns(_judged=judged)
-
-
-def _stage_current(lake: Lake, kept: pl.DataFrame | None, atoms: pl.DataFrame) -> tuple[list[LakeFile], dict[int, str]]:
-    """Stage the new current state of the judged runs' files (the rows that stay, plus this pass's atoms),
-    and return the names its codes stand for."""
-    key_codes, keys = codes.name_codes(atoms, "assertion_key")
-    evaluator_codes, evaluators = codes.name_codes(atoms, "evaluator")
-    fresh = atoms.with_columns(
-        run=codes.id_codes("run_id"), case_run=codes.id_codes("case_run_id"), key=key_codes,
-        evaluator_code=evaluator_codes,
-    ).select(*lake.table("current_results").arrow_schema.names, "team_id", "date")
-    rows = fresh if kept is None else pl.concat([kept.filter(~pl.col("_judged")).select(fresh.columns), fresh])
-    staged = [lake.stage("current_results", part.drop("team_id", "date"), team_id=team, date=date)
-              for (team, date), part in _partitions(rows).items()]
-    return staged, {**keys, **evaluators}
-
-
-def write_current(lake: Lake, atoms: pl.DataFrame) -> int:
+def write_current(lake: Lake, atoms: pl.DataFrame, summarise: state.Summarise) -> int:
     """Write the re-score state of a lake listed by ``assay lake migrate``: ``atoms`` are the atoms of each
     case run's latest outcome (with ``team_id`` and ``date``). Returns the number of rows written."""
-    staged, names = _stage_current(lake, None, atoms)
+    nothing = state.Prior([], [], None, [], None)
+    change = state.stage(lake, nothing, atoms, summarise, pl.lit(datetime.now(UTC)).dt.cast_time_unit("us"))
     with lake.engine.begin() as conn:
-        lake.commit(conn, staged, origin="migration", ref="assay lake migrate: current results")
-        codes.record_names(conn, names)
+        lake.commit(conn, change.staged, origin="migration", ref="assay lake migrate: current results")
+        codes.record_names(conn, change.names)
     return atoms.height
 
 

@@ -336,6 +336,27 @@ reader resolves "latest" itself. The first five columns are all a re-score reads
 (its name is in the catalog's ``lake_names``); the text columns serve every other reader.
 ``assertion_results`` keeps every atom of every outcome, for history."""
 
+RUN_KEY_COUNTS = lake_table(
+    "run_key_counts",
+    1,
+    pa.schema(
+        [
+            *map(_int, ["run", "key", "n", "met", "nulls", "not_met", "units", "failed_units"]),
+            pa.field("evaluators", pa.list_(pa.field("item", pa.int64(), nullable=False)), nullable=False),
+            _str("run_id"),
+            pa.field("computed_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        ]
+    ),
+    natural_key=["run", "key"],
+    first_by="computed_at",
+    sort_by=["run", "key"],
+)
+"""State kept for the re-score tier, one row per (run, assertion key) of the current results: how many
+results, met, undetermined and not met, the case runs with a result and with a failure, and the
+evaluator codes. A verdict under any criteria is arithmetic over these rows
+(:func:`assay.transforms.rescore.counted_run_verdicts`); each judging pass rewrites the rows of the
+runs it judged, in its own transaction, from ``current_results``."""
+
 VERDICTS = lake_table(
     "verdicts",
     1,
@@ -354,6 +375,7 @@ VERDICTS = lake_table(
 """A materialised re-score: one verdict per (run, consumer, criteria spec); ``verdict_id`` derives from the three."""
 
 TABLES: dict[str, LakeTable] = {
-    t.name: t for t in (CASE_RUNS, RUNNER_EVALUATIONS, OUTCOMES, ASSERTION_RESULTS, CURRENT_RESULTS, VERDICTS)
+    t.name: t for t in (CASE_RUNS, RUNNER_EVALUATIONS, OUTCOMES, ASSERTION_RESULTS, CURRENT_RESULTS, RUN_KEY_COUNTS,
+                        VERDICTS)
 }
 """Every lake table this build knows, by name."""

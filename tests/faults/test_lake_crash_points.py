@@ -34,6 +34,7 @@ from assay.flows.workspace import open_workspace
 from assay.storage.catalog import tables as t
 from assay.storage.catalog.ledger import CatalogLedger
 from assay.storage.lake.upkeep import vacuum
+from assay.transforms.rescore import key_counts
 from assay.transforms.verdicts import latest
 
 CHILD = r"""
@@ -127,7 +128,10 @@ def check_invariants(ws) -> None:
     assert set(atoms["outcome_id"].unique().to_list()) <= set(outcomes["outcome_id"].to_list())
     # The re-score state is exactly the atoms of each case run's latest outcome, by the one definition.
     latest_ids = latest(atoms.lazy()).select("result_id").collect()["result_id"].sort().to_list()
-    assert lake.read("current_results")["result_id"].sort().to_list() == latest_ids
+    current = lake.read("current_results")
+    assert current["result_id"].sort().to_list() == latest_ids
+    counts = lake.read("run_key_counts").drop("run_id", "computed_at", "team_id", "date").sort("run", "key")
+    assert counts.equals(key_counts(current.lazy()).collect().sort("run", "key"))
     on_disk = {p[len(lake.root) + 1:] for p in lake.fs.find(lake.root) if p.endswith(".parquet")}
     assert on_disk <= named, f"vacuum left unnamed files: {sorted(on_disk - named)[:3]}"
 

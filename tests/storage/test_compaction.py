@@ -28,6 +28,7 @@ from lake_kit import GOLDEN, list_file
 from polars.testing import assert_frame_equal
 
 from assay.core.errors import EvidenceError
+from assay.transforms.rescore import key_counts
 from assay.core.evidence import CaseRun, Evaluation, Report, ToolCall, Turn
 from assay.core.failpoints import ENV
 from assay.core.ids import stable_id
@@ -80,7 +81,7 @@ def judge(lake: Lake, case_runs: pl.DataFrame, trigger: str) -> None:
         )
         for key in ("a2", "a1")
     ])
-    write_pass(lake, outcomes, results, trigger=trigger, judge="judge-model")
+    write_pass(lake, outcomes, results, trigger=trigger, judge="judge-model", summarise=key_counts)
 
 
 def populate(lake: Lake) -> None:
@@ -155,7 +156,7 @@ def test_compaction_keeps_every_row_and_leaves_one_file_per_partition(lake: Lake
     for name in TABLES:
         assert_frame_equal(after[name], before[name])
     crowded = {key: n for key, n in files_before.items() if n > 1}
-    assert len(crowded) == 10 and {name for name, _, _ in crowded} == set(TABLES)
+    assert len(crowded) == 11 and {name for name, _, _ in crowded} == set(TABLES)
     assert files_after == dict.fromkeys(files_before, 1)  # one file per partition is left
     assert summary["partitions"] == len(crowded) and summary["refused"] == 0
     assert summary["files_in"] == sum(crowded.values()) and summary["files_out"] == len(crowded)
@@ -345,6 +346,6 @@ def test_a_compaction_killed_before_its_swap_commits_changes_nothing(lake: Lake,
     vacuum(lake, grace_seconds=60, now=datetime.now(UTC) + timedelta(hours=1))
     assert manifest_rows(lake, live_only=True) == live_before
     assert {str(p.relative_to(lake.root)) for p in Path(lake.root).rglob("*.parquet")} == {r.path for r in live_before}
-    assert compact(lake)["partitions"] == 10
+    assert compact(lake)["partitions"] == 11
     for name in TABLES:
         assert_frame_equal(everything(lake)[name], before[name])

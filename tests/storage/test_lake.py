@@ -258,7 +258,8 @@ def test_a_listed_file_of_an_unknown_version_is_refused_naming_it(lake: Lake, ve
 # and copying each written file to tests/storage/golden/<table>.v1.parquet. Never regenerate them:
 # they stand for files already in users' lakes. A new version gets a new golden file next to them:
 # assertion_results.v2 is the v1 rows plus evaluator_version 1 and 2, written by Lake.write;
-# current_results.v1 is two rows (cu-0 met, cu-1 undetermined) of one run, written by Lake.write.
+# current_results.v1 is two rows (cu-0 met, cu-1 undetermined) of one run, written by Lake.write;
+# run_key_counts.v1 is two keys' counts of that run, written by Lake.write.
 KNOWN = [(table, version) for table in sorted(TABLES) for version in TABLES[table].known_versions]
 
 
@@ -295,6 +296,9 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str, 
         assert got["tool_calls"][1].to_list()[0]["arguments"] == '{"q": 1}'
     elif table == "runner_evaluations":
         assert got["evaluation_id"].to_list() == ["ev-0", "ev-1"] and got["score"].to_list() == [0.5, 0.5]
+    elif table == "run_key_counts":
+        assert got["n"].to_list() == [4, 4] and sorted(got["met"].to_list()) == [3, 4]
+        assert got["evaluators"].list.len().to_list() == [1, 1]
     elif table == "current_results":
         assert got["result_id"].to_list() == ["cu-0", "cu-1"] and got["met"].to_list() == [True, None]
         assert got["run"].n_unique() == 1 and got["key"].n_unique() == 1 and got["case_run"].n_unique() == 2

@@ -1,4 +1,4 @@
-"""The fast re-score over the coded re-score state gives exactly :func:`run_verdicts`' verdicts (differential)."""
+"""Re-scoring from per-(run, key) counts gives exactly :func:`run_verdicts`' verdicts (differential)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from assay.core.criteria import CriteriaSpec, ThresholdGroup
 from assay.core.ids import id_code, name_code
-from assay.transforms.rescore import coded_run_verdicts
+from assay.transforms.rescore import counted_run_verdicts, key_counts
 from assay.transforms.verdicts import latest, run_verdicts
 
 KEYS = ["a", "b", "c", "d", "e", "f"]
@@ -63,12 +63,13 @@ def coded(history: pl.DataFrame) -> pl.LazyFrame:
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_the_coded_path_agrees_with_run_verdicts(seed: int) -> None:
+def test_verdicts_from_counts_agree_with_run_verdicts(seed: int) -> None:
     history = atoms(seed)
     names = {name_code(e): e for e in EVALUATORS}
     for spec in specs():
         expected = run_verdicts(history.lazy(), spec).collect()
-        got = coded_run_verdicts(coded(history), spec, {k: name_code(k) for k in KEYS}, names).collect()
+        counts = key_counts(coded(history))
+        got = counted_run_verdicts(counts, spec, {k: name_code(k) for k in KEYS}, names).collect()
         runs = pl.DataFrame({"run_id": history["run_id"].unique()}).with_columns(
             run=pl.col("run_id").map_elements(id_code, return_dtype=pl.Int64))
         got = got.join(runs, on="run").drop("run").select(expected.columns).sort("run_id")
