@@ -8,15 +8,19 @@ holds the two to it).
 
 from __future__ import annotations
 
+import functools
+from typing import TYPE_CHECKING
+
 import polars as pl
+
+if TYPE_CHECKING:
+    import duckdb
 
 __all__ = ["stable_ids"]
 
 
 def stable_ids(*columns: pl.Series | str) -> pl.Series:
     """``stable_id(*parts)`` of each row of ``columns`` (a plain string is the same part on every row)."""
-    import duckdb
-
     height = max((len(c) for c in columns if isinstance(c, pl.Series)), default=1)
     frame = pl.DataFrame({
         f"p{i}": c.cast(pl.String) if isinstance(c, pl.Series) else pl.repeat(c, height, dtype=pl.String, eager=True)
@@ -27,10 +31,17 @@ def stable_ids(*columns: pl.Series | str) -> pl.Series:
     if any(frame[name].null_count() for name in frame.columns):
         raise ValueError("stable_ids: every part must be a string, not null")
     parts = ", ".join(f"p{i}" for i in range(len(columns)))
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = _connection().cursor()  # a cursor per call: cheap, and safe across threads
     try:
         con.register("parts", frame)
         ids = con.sql(f"SELECT left(sha256(concat_ws(chr(31), {parts})), 32) AS id FROM parts").pl()["id"]
     finally:
         con.close()
     return ids
+
+
+@functools.cache
+def _connection() -> "duckdb.DuckDBPyConnection":
+    import duckdb
+
+    return duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})

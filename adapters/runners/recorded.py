@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,6 +41,14 @@ def _call_set_target(job: RunJob) -> tuple[Path, str]:
     return Path(path), sha.lower()
 
 
+def _same_file(path: Path, actual: str, expected: str) -> None:
+    if actual != expected:
+        raise RunnerError(
+            f"call set {path} changed since it was loaded (sha256 is {actual}, the run expects {expected}); "
+            "reload the bundle to replay the file as it is now"
+        )
+
+
 class RecordedRunner(Runner):
     """Replays recorded calls; evidence for transcript, tool, vendor and rubric mechanisms."""
 
@@ -56,13 +65,17 @@ class RecordedRunner(Runner):
         if not path.is_file():
             raise RunnerError(f"call set {path} does not exist (run {job.run_id}); reload the bundle that names it")
         before = path.stat()
-        actual = file_sha256(path)
-        if actual != expected:
-            raise RunnerError(
-                f"call set {path} changed since it was loaded (sha256 is {actual}, the run expects {expected}); "
-                "reload the bundle to replay the file as it is now"
-            )
-        calls = load_call_set(path, {case.case_key: case.case_id for case in job.cases})
+        # The file is hashed while DuckDB parses it (both release the GIL); a changed file is refused
+        # before anything is reported, and before any complaint about its lines.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            hashing = pool.submit(file_sha256, path)
+            try:
+                calls = load_call_set(path, {case.case_key: case.case_id for case in job.cases})
+            except RunnerError:
+                _same_file(path, hashing.result(), expected)
+                raise
+            actual = hashing.result()
+        _same_file(path, actual, expected)
         after = path.stat()
         if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
             raise RunnerError(f"call set {path} changed while it was being read; reload the bundle and run again")
