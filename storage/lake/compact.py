@@ -24,13 +24,11 @@ from datetime import UTC, date, datetime, timedelta
 from itertools import groupby
 
 import polars as pl
-import sqlalchemy as sa
 
 from assay.core.errors import EvidenceError
 from assay.core.failpoints import failpoint
 from assay.core.ids import new_id
 
-from ..catalog import tables as t
 from . import manifest
 from .manifest import FileFilter, LakeFile
 from .store import Lake
@@ -98,16 +96,9 @@ def plan(
     if target_bytes < 1 or min_files < 2:
         raise ValueError(f"compaction needs target_bytes >= 1 and min_files >= 2, got {target_bytes} and {min_files}")
     lake.check_layout()
-    f = t.lake_files
-    q = sa.select(f.c.table_name, f.c.team_id, f.c.lake_date, f.c.path, f.c.rows, f.c.bytes, f.c.schema_version).where(
-        f.c.removed_at.is_(None), f.c.bytes < target_bytes
-    )
-    if table is not None:
-        q = q.where(f.c.table_name == lake.table(table).name)
-    if team is not None:
-        q = q.where(f.c.team_id == team)
     with lake.engine.connect() as conn:
-        found = conn.execute(q.order_by(f.c.table_name, f.c.team_id, f.c.lake_date, f.c.path)).all()
+        found = manifest.small_files(conn, below=target_bytes, table=None if table is None else lake.table(table).name,
+                                     team=team)
     partitions = []
     for (name, team_id, day), rows in groupby(found, key=lambda r: (r.table_name, r.team_id, r.lake_date)):
         if name not in lake.tables:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from ..catalog import tables as t
 
-__all__ = ["FileFilter", "LakeFile", "forget", "live", "live_tables", "named_paths", "record", "retire", "retired_before"]
+__all__ = ["FileFilter", "LakeFile", "forget", "live", "live_tables", "named_paths", "record", "retire", "retired_before", "small_files"]
 
 files, file_runs = t.lake_files, t.lake_file_runs
 
@@ -94,6 +94,18 @@ def live_tables(conn: sa.Connection, tables: Sequence[str]) -> dict[str, list[tu
     for row in conn.execute(q):
         found[row.table_name].append((row.path, row.schema_version))
     return found
+
+
+def small_files(conn: sa.Connection, *, below: int, table: str | None = None, team: str | None = None) -> list[sa.Row]:
+    """Live files smaller than ``below`` bytes (of ``table`` and ``team``, or all), in table, team, date and
+    path order: table_name, team_id, lake_date, path, rows, bytes, schema_version."""
+    q = sa.select(files.c.table_name, files.c.team_id, files.c.lake_date, files.c.path, files.c.rows, files.c.bytes,
+                  files.c.schema_version).where(files.c.removed_at.is_(None), files.c.bytes < below)
+    if table is not None:
+        q = q.where(files.c.table_name == table)
+    if team is not None:
+        q = q.where(files.c.team_id == team)
+    return list(conn.execute(q.order_by(files.c.table_name, files.c.team_id, files.c.lake_date, files.c.path)))
 
 
 def retire(conn: sa.Connection, paths: Iterable[str], *, by: str, now: datetime) -> int:
