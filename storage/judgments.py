@@ -19,19 +19,15 @@ from assay.core.errors import ConcurrentWriteError
 from assay.core.failpoints import failpoint
 from assay.core.ids import new_id
 
+from . import state
 from .catalog import tables as t
 from .hashing import stable_ids
-from . import state
 from .lake import Lake, LakeFile, codes, manifest
 
 __all__ = ["write_current", "write_pass", "write_verdicts"]
 
 OUTCOME_KEYS = ("case_run_id", "run_id", "case_key", "team_id", "date", "evaluated", "carried")
 """What :func:`write_pass` needs to know of each case run that gets an outcome."""
-
-
-def _partitions(frame: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
-    return frame.partition_by("team_id", "date", as_dict=True)  # type: ignore[return-value]
 
 
 def write_pass(
@@ -68,7 +64,7 @@ def write_pass(
     result_columns = lake.table("assertion_results").arrow_schema.names
     outcome_columns = lake.table("outcomes").arrow_schema.names
     staged: list[LakeFile] = []
-    for (team, date), part in _partitions(outcomes).items():
+    for (team, date), part in state.partitions(outcomes).items():
         staged.append(lake.stage("outcomes", part.select(outcome_columns), team_id=team, date=date))
         mine = atoms.filter(pl.col("team_id") == team, pl.col("date") == date)
         if mine.height:
@@ -125,7 +121,7 @@ def write_verdicts(
         return
     columns = lake.table("verdicts").arrow_schema.names
     staged = [lake.stage("verdicts", part.select(columns), team_id=team, date=date)
-              for (team, date), part in _partitions(frame).items()]
+              for (team, date), part in state.partitions(frame).items()]
     failpoint("rescore.staged")
     with lake.engine.begin() as conn:
         lake.commit(conn, staged, origin="rescore", ref=f"{consumer}:{spec_hash}")

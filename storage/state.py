@@ -19,7 +19,7 @@ import polars as pl
 
 from .lake import FileFilter, Lake, LakeFile, codes
 
-__all__ = ["Prior", "StateChange", "Summarise", "prior", "stage"]
+__all__ = ["Prior", "StateChange", "Summarise", "partitions", "prior", "stage"]
 
 Summarise = Callable[[pl.LazyFrame], pl.LazyFrame]
 """Current atoms (run, case_run, key, met, evaluator_code) -> per (run, key) counts."""
@@ -63,7 +63,8 @@ def prior(lake: Lake, runs: Sequence[str]) -> Prior:
     return Prior(list(runs), current_paths, current, counts_paths, counts)
 
 
-def _partitions(frame: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
+def partitions(frame: pl.DataFrame) -> dict[tuple[str, str], pl.DataFrame]:
+    """``frame``'s rows by lake partition (team_id, date)."""
     return frame.partition_by("team_id", "date", as_dict=True)  # type: ignore[return-value]
 
 
@@ -81,7 +82,7 @@ def stage(lake: Lake, before: Prior, atoms: pl.DataFrame, summarise: Summarise, 
         stays = ~before.current["case_run_id"].is_in(atoms["case_run_id"].unique().to_list())
         rows = pl.concat([before.current.filter(stays).select(fresh.columns), fresh])
     staged = [lake.stage("current_results", part.drop("team_id", "date"), team_id=team, date=date)
-              for (team, date), part in _partitions(rows).items()]
+              for (team, date), part in partitions(rows).items()]
 
     judged = rows.filter(pl.col("run_id").is_in(atoms["run_id"].unique().to_list()))
     where = judged.select("run", "run_id", "team_id", "date").unique()
@@ -91,5 +92,5 @@ def stage(lake: Lake, before: Prior, atoms: pl.DataFrame, summarise: Summarise, 
         counts = pl.concat([others.select(counts.columns), counts])
     count_columns = lake.table("run_key_counts").arrow_schema.names
     staged += [lake.stage("run_key_counts", part.select(count_columns), team_id=team, date=date)
-               for (team, date), part in _partitions(counts).items()]
+               for (team, date), part in partitions(counts).items()]
     return StateChange(before.current_paths + before.counts_paths, staged, {**keys, **evaluators})
