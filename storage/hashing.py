@@ -42,6 +42,11 @@ def stable_ids(*columns: pl.Series | str) -> pl.Series:
 
 @functools.cache
 def _connection() -> "duckdb.DuckDBPyConnection":
+    """One in-memory DuckDB per process, closed at exit."""
+    import atexit
+
     import duckdb
 
-    return duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    atexit.register(con.close)
+    return con
