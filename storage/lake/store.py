@@ -151,26 +151,18 @@ class Lake:
         A file of a schema version this build does not read raises :class:`SchemaVersionError` naming
         it, so every reader (:meth:`scan`, the DuckDB views) refuses it before opening anything.
         """
-        t = self.table(table)
-        found = [(self.address(p), v) for p, v in self.live(table, where)]
-        for address, version in found:
-            if version not in t.known_versions:
-                raise SchemaVersionError(address, version, t.known_versions)
-        return found
+        return self._addressed(self.table(table), self.live(table, where))
 
     def snapshot(self) -> dict[str, list[tuple[str, int]]]:
         """(address, schema version) of every table's live files, from one read of the manifest."""
         self.check_layout()
         with self.engine.connect() as conn:
             found = manifest.live_tables(conn, list(self.tables))
-        out = {}
-        for name, listed in found.items():
-            t = self.tables[name]
-            for path, version in listed:
-                if version not in t.known_versions:
-                    raise SchemaVersionError(self.address(path), version, t.known_versions)
-            out[name] = [(self.address(p), v) for p, v in listed]
-        return out
+        return {name: self._addressed(self.tables[name], listed) for name, listed in found.items()}
+
+    def _addressed(self, t: LakeTable, listed: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """``listed`` (relative path, version) as addresses; a version this build does not read is refused by name."""
+        return _known(t, [(self.address(path), version) for path, version in listed])
 
     def live(self, table: str, where: FileFilter = FileFilter()) -> list[tuple[str, int]]:
         """(path relative to the root, schema version) of the live files of ``table`` that ``where`` selects."""
@@ -194,9 +186,7 @@ class Lake:
         if not found:
             return pl.LazyFrame(schema=pl.from_arrow(t.read_schema.empty_table()).schema)  # type: ignore[union-attr]
         by_version: dict[int, list[str]] = {}
-        for address, version in found:
-            if version not in t.known_versions:
-                raise SchemaVersionError(address, version, t.known_versions)
+        for address, version in _known(t, found):
             by_version.setdefault(version, []).append(address)
         if self.local:
             missing = [a for a, _ in found if not os.path.exists(a)]
@@ -290,6 +280,14 @@ class Lake:
             self.fs.makedirs(self.root, exist_ok=True)
             self.fs.pipe_file(marker, b'{"format": "assay.lake", "files": "listed by the catalog manifest"}\n')
         self._layout_checked = True
+
+
+def _known(t: LakeTable, found: Sequence[tuple[str, int]]) -> Sequence[tuple[str, int]]:
+    """``found`` (address, version), once every version is one this build reads; else the first other is refused by name."""
+    for address, version in found:
+        if version not in t.known_versions:
+            raise SchemaVersionError(address, version, t.known_versions)
+    return found
 
 
 def _check_date(value: Any) -> str:
