@@ -35,8 +35,8 @@ class Settings(BaseSettings):
     """How long a claimed lease lasts before it must be renewed."""
 
     lake_grace_seconds: float = Field(default=3600.0, gt=0)
-    """How long a file nobody lists (a crashed writer's) or a compaction retired stays before vacuum
-    deletes it; longer than any writer takes between writing a file and committing it."""
+    """How long a file nobody lists (a crashed writer's) or a superseded one (compaction, re-judging)
+    stays before vacuum deletes it; longer than any writer takes between writing a file and committing it."""
 
     lake_target_file_bytes: int = Field(default=128 * 2**20, gt=0)
     """The size compaction aims for when it rewrites a partition's small files."""

@@ -296,7 +296,7 @@ def lake_compact(
 
 @lake_app.command("vacuum")
 def lake_vacuum(as_json: JsonOpt = False) -> None:
-    """Delete lake files nobody reads (unlisted, or retired by compaction) once past the grace period."""
+    """Delete lake files nobody reads (unlisted, or superseded) once past the grace period."""
     from .operations import vacuum
 
     result = vacuum(_workspace())

@@ -1,8 +1,9 @@
 """Keeping the lake tidy: vacuuming files nobody reads, and listing a lake written before the manifest.
 
 - :func:`vacuum` deletes files the manifest does not name (a crashed or refused writer's, ``_staging``
-  leftovers) once they are older than the grace period, and files a compaction retired once their
-  grace period has passed. A reader that listed a retired file a moment before still finds it.
+  leftovers) once they are older than the grace period, and retired files (superseded by a compaction,
+  or by a judging pass rewriting the re-score state) once their grace period has passed. A reader that
+  listed a retired file a moment before still finds it.
 - :func:`migrate` lists the files of a lake written in the earlier layout (no manifest) in the
   catalog, de-duplicating once on each table's natural key, and marks the lake as listed.
 """
@@ -56,7 +57,8 @@ def _listing(lake: Lake) -> dict[str, dict[str, Any]]:
 def vacuum(lake: Lake, *, grace_seconds: float, now: datetime | None = None) -> dict[str, int]:
     """Delete what no reader will open again; returns how many files of each kind were deleted.
 
-    ``retired``: files a compaction superseded more than ``grace_seconds`` ago (their manifest rows are
+    ``retired``: files a compaction or a judging pass (the re-score state, copy on write) superseded more
+    than ``grace_seconds`` ago (their manifest rows are
     dropped first, so a crash in between leaves only unnamed files, which the next vacuum deletes).
     ``unnamed``: files no manifest row names, written more than ``grace_seconds`` ago. The grace period
     must exceed the longest time a writer takes between staging a file and committing it.
@@ -68,7 +70,8 @@ def vacuum(lake: Lake, *, grace_seconds: float, now: datetime | None = None) -> 
         manifest.forget(conn, retired)
     failpoint("vacuum.forgotten")
     for path in retired:
-        lake.fs.rm(lake.path(path)) if lake.fs.exists(lake.path(path)) else None
+        if lake.fs.exists(lake.path(path)):
+            lake.fs.rm(lake.path(path))
     with lake.engine.connect() as conn:
         named = manifest.named_paths(conn)
     unnamed = [rel for rel, info in _listing(lake).items()
