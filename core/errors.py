@@ -95,6 +95,40 @@ class TransientRunnerError(RunnerError):
     transient = True
 
 
+class VendorError(RunnerError):
+    """A vendor (or our judge's endpoint) answered with an error, classified once for every adapter.
+
+    ``vendor_message`` is the vendor's own words; ``status`` the HTTP status (None for a network
+    failure). The message never carries a key, a header or a request body. A vendor error becomes an
+    ERROR case run or a null result with this message, never a FAIL.
+    """
+
+    def __init__(self, vendor: str, status: int | None, vendor_message: str, *, retry_after: float | None = None):
+        self.vendor, self.status, self.vendor_message, self.retry_after = vendor, status, vendor_message, retry_after
+        where = f"HTTP {status}" if status is not None else "no response"
+        super().__init__(f"{vendor}: {where}: {vendor_message}")
+
+
+class RateLimitedError(VendorError):
+    """The vendor asked us to slow down (429); ``retry_after`` says for how long, when it said."""
+
+    transient = True
+
+
+class TransientVendorError(VendorError):
+    """A failure that may go away on retry: 5xx, a timeout, a dropped connection."""
+
+    transient = True
+
+
+class PermanentVendorError(VendorError):
+    """A failure retrying cannot fix: a bad key (401/403), an unknown object (404), a refused request (4xx)."""
+
+
+class MalformedResponseError(PermanentVendorError):
+    """The vendor answered 2xx with a body that is not the documented shape."""
+
+
 class ConcurrentWriteError(AssayError, RuntimeError):
     """Another writer changed the same lake state first (a judging pass, a compaction); nothing was written."""
 

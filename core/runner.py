@@ -24,7 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, Protocol
 
-from .errors import AssayError
+from .errors import AssayError, LeaseError, RunnerError
 from .evidence import Report
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,65 @@ class Ledger(Protocol):
     def release(self, lease: Lease, *, error: str | None = None) -> None: ...
 
 
+@dataclass(frozen=True)
+class ScratchObject:
+    """A vendor object a runner created for one run (a scratch assistant, an agent), to be deleted at release."""
+
+    scratch_id: str
+    run_id: str
+    runner: str
+    kind: str
+    """The vendor's kind of object (``assistant``, ``agent``), for the runner's own teardown."""
+    name: str
+    """Unique, chosen before creation: a crash between asking the vendor and recording its id still
+    leaves this name to find the object by."""
+    vendor_id: str | None = None
+    """The vendor's id, once it answered."""
+
+
+class ScratchBook(Protocol):
+    """Where a run's scratch objects are recorded (the catalog, in ``storage``): before creation, after, at deletion."""
+
+    def intend(self, run_id: str, runner: str, kind: str, name: str) -> ScratchObject: ...
+
+    def created(self, obj: ScratchObject, vendor_id: str) -> ScratchObject: ...
+
+    def deleted(self, obj: ScratchObject) -> None: ...
+
+    def failed(self, obj: ScratchObject, error: str) -> None: ...
+
+    def outstanding(self, run_id: str | None = None) -> list[ScratchObject]: ...
+
+
+class RunContext:
+    """What a runner holds while it works. Call it to renew the lease (it is the heartbeat);
+    :meth:`provision` creates a vendor object so that it is always torn down, even after a crash."""
+
+    def __init__(self, renew: Callable[[], None], *, run_id: str = "", runner: str = "",
+                 scratch: ScratchBook | None = None):
+        self._renew, self.run_id, self.runner, self.scratch = renew, run_id, runner, scratch
+
+    def __call__(self) -> None:
+        self._renew()
+
+    def provision(self, kind: str, create: Callable[[str], str], *, label: str = "") -> ScratchObject:
+        """Record a scratch object's name, then ``create(name)`` it at the vendor (returning its id), then
+        record the id. Raises if there is no scratch book (a runner that provisions needs a ledger that keeps one)."""
+        if self.scratch is None:
+            raise RunnerError(f"runner {self.runner!r} creates vendor objects, but this ledger keeps no scratch book")
+        name = f"assay-{self.run_id}-{kind}-{label or new_suffix()}"[:200]
+        obj = self.scratch.intend(self.run_id, self.runner, kind, name)
+        return self.scratch.created(obj, create(name))
+
+
+def new_suffix() -> str:
+    import secrets
+
+    return secrets.token_hex(4)
+
+
 Heartbeat = Callable[[], None]
-"""Called by a runner while it works; renews the lease."""
+"""Called by a runner while it works; renews the lease. (A :class:`RunContext` is one.)"""
 
 
 class Runner(ABC):
@@ -128,6 +185,14 @@ class Runner(ABC):
         """Asynchronous runners: reports if the provider has finished, None if not yet."""
         raise NotImplementedError(f"runner {self.name!r} is synchronous: use execute")
 
+    def teardown(self, objects: Sequence[ScratchObject]) -> dict[str, str | None]:
+        """Delete these scratch objects at the vendor (found by ``vendor_id``, else by ``name``).
+
+        Returns scratch id -> None when deleted (or already gone), or the error that stopped it. Called
+        at release, and by the reaper for runs whose process died. Runners that create nothing keep this.
+        """
+        return {o.scratch_id: f"runner {self.name!r} cannot delete {o.kind} objects" for o in objects}
+
     @classmethod
     def example_target(cls, workdir: Path, cases: Sequence[CaseSpec]) -> tuple[str, dict[str, Any]]:
         """A small valid run target (kind, target) for these cases, written under ``workdir``.
@@ -158,22 +223,27 @@ def drive(
     ttl_seconds: float,
     on_report: Callable[[Receipt], None] | None = None,
 ) -> DriveResult:
-    """Claim the run, execute it, report every batch, release. The one life cycle every sync runner follows.
+    """Claim the run, execute it, report every batch, tear down its scratch objects, release.
+    The one life cycle every sync runner follows.
 
     A runner failure that is ours to name (an :class:`AssayError`) releases the run with that error; any
-    other exception releases it with the error too and is re-raised, so nothing hangs on a lease.
+    other exception releases it with the error too and is re-raised, so nothing hangs on a lease. A
+    failure to release (another owner took the lease meanwhile) is logged and never hides the runner's
+    own error.
     """
     if not runner.synchronous:
         raise TypeError(f"runner {runner.name!r} is asynchronous; drive() runs synchronous runners")
     result = DriveResult(run_id=job.run_id)
     lease = ledger.claim(job.run_id, owner, ttl_seconds)
+    scratch: ScratchBook | None = getattr(ledger, "scratch", None)
 
     def heartbeat() -> None:
         nonlocal lease
         lease = ledger.renew(lease, ttl_seconds)
 
+    context = RunContext(heartbeat, run_id=job.run_id, runner=runner.name, scratch=scratch)
     try:
-        for report in runner.execute(job, heartbeat):
+        for report in runner.execute(job, context):
             heartbeat()
             receipt = ledger.report(lease, report)
             result.reports += 1
@@ -185,16 +255,46 @@ def drive(
     except AssayError as exc:
         result.error = str(exc)
         log.error("run %s: runner %s failed: %s", job.run_id, runner.name, exc)
-        ledger.release(lease, error=result.error)
+        _finish(runner, ledger, lease, scratch, error=result.error)
         return result
     except BaseException as exc:
-        ledger.release(lease, error=f"{type(exc).__name__}: {exc}")
+        _finish(runner, ledger, lease, scratch, error=f"{type(exc).__name__}: {exc}")
         raise
-    ledger.release(lease)
+    _finish(runner, ledger, lease, scratch, error=None)
     return result
 
 
+def teardown_scratch(runner: Runner, scratch: ScratchBook, objects: Sequence[ScratchObject]) -> dict[str, str | None]:
+    """Ask the runner to delete ``objects`` and record what became of each. Never raises for a vendor's refusal."""
+    if not objects:
+        return {}
+    try:
+        outcome = runner.teardown(objects)
+    except Exception as exc:  # a teardown bug must not hide the run's own outcome; the reaper retries
+        outcome = {o.scratch_id: f"{type(exc).__name__}: {exc}" for o in objects}
+    for obj in objects:
+        error = outcome.get(obj.scratch_id, "the runner did not say whether it was deleted")
+        if error is None:
+            scratch.deleted(obj)
+        else:
+            log.warning("run %s: scratch %s %s not deleted: %s", obj.run_id, obj.kind, obj.name, error)
+            scratch.failed(obj, error)
+    return outcome
+
+
+def _finish(runner: Runner, ledger: Ledger, lease: Lease, scratch: ScratchBook | None, *, error: str | None) -> None:
+    """Tear down the run's scratch objects, then release; a lost lease is logged, never raised over a runner error."""
+    if scratch is not None:
+        teardown_scratch(runner, scratch, scratch.outstanding(lease.run_id))
+    try:
+        ledger.release(lease, error=error)
+    except LeaseError as exc:
+        if error is None:
+            raise
+        log.error("run %s: could not release after the runner failed (%s): %s", lease.run_id, error, exc)
+
+
 __all__ = [
-    "TARGET_KINDS", "CaseSpec", "DriveResult", "Heartbeat", "Lease", "Ledger", "Receipt", "ReceiptStatus", "RunJob",
-    "Runner", "TargetKind", "drive",
+    "TARGET_KINDS", "CaseSpec", "DriveResult", "Heartbeat", "Lease", "Ledger", "Receipt", "ReceiptStatus", "RunContext",
+    "RunJob", "Runner", "ScratchBook", "ScratchObject", "TargetKind", "drive", "teardown_scratch",
 ]

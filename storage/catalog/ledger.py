@@ -25,6 +25,7 @@ from assay.core.runner import Lease, Receipt
 from ..evidence import assemble
 from ..lake import Lake, LakeFile
 from . import tables as t
+from .scratch import CatalogScratchBook
 
 log = logging.getLogger(__name__)
 runs = t.runs
@@ -69,6 +70,8 @@ class CatalogLedger:
         self.engine = engine
         self.lake = lake
         self.clock = clock
+        self.scratch = CatalogScratchBook(engine)
+        """Where runners record the vendor objects they create (torn down at release, or by the reaper)."""
 
     # -- leases ---------------------------------------------------------------------------------
     def claim(self, run_id: str, owner: str, ttl_seconds: float) -> Lease:

@@ -300,3 +300,72 @@ lake_names = sa.Table(
     sa.Column("name", sa.Text, nullable=False),
 )
 """The names behind the 64-bit codes the lake's re-score state stores (assertion keys, evaluators)."""
+
+# --- what runners and our judge leave behind them --------------------------------------------------
+
+scratch_objects = sa.Table(
+    "scratch_objects",
+    metadata,
+    sa.Column("scratch_id", sa.String(32), primary_key=True),
+    _ref("run_id", "runs.run_id"),
+    sa.Column("runner", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(64), nullable=False),
+    sa.Column("name", sa.String(200), nullable=False, unique=True),
+    sa.Column("vendor_id", sa.String(200), nullable=True),
+    _created(),
+    sa.Column("deleted_at", UtcDateTime(), nullable=True),
+    sa.Column("last_error", sa.Text, nullable=True),
+)
+"""A vendor object a runner creates for one run (a scratch assistant, an agent). The row is written
+*before* the vendor is asked to create it (``name`` is unique, so a crash between the two still
+leaves a name to find it by), ``vendor_id`` once the vendor answers, ``deleted_at`` once it is gone."""
+sa.Index("ix_scratch_objects_open", scratch_objects.c.deleted_at, scratch_objects.c.run_id)
+
+judge_cache = sa.Table(
+    "judge_cache",
+    metadata,
+    sa.Column("cache_key", sa.String(64), primary_key=True),
+    sa.Column("assertion_id", sa.String(32), nullable=False),
+    sa.Column("evidence_hash", sa.String(64), nullable=False),
+    sa.Column("judge_model", sa.String(128), nullable=False),
+    sa.Column("prompt_version", sa.Integer, nullable=False),
+    sa.Column("met", sa.Boolean, nullable=False),
+    sa.Column("value", sa.Float, nullable=True),
+    sa.Column("rationale", sa.Text, nullable=False),
+    sa.Column("tokens_in", sa.Integer, nullable=False),
+    sa.Column("tokens_out", sa.Integer, nullable=False),
+    sa.Column("cost_usd", sa.Float, nullable=True),
+    _created(),
+)
+"""Our judge's verdicts by (assertion version, evidence hash, judge model, prompt version): re-judging an
+unchanged pair reads this row and sends nothing. Only verdicts are cached, never errors."""
+
+judge_agreements = sa.Table(
+    "judge_agreements",
+    metadata,
+    sa.Column("agreement_id", sa.String(32), primary_key=True),
+    sa.Column("judge_model", sa.String(128), nullable=False),
+    sa.Column("prompt_version", sa.Integer, nullable=False),
+    sa.Column("labels", sa.Text, nullable=False),
+    sa.Column("labels_sha256", sa.String(64), nullable=False),
+    sa.Column("items", sa.Integer, nullable=False),
+    sa.Column("undetermined", sa.Integer, nullable=False),
+    sa.Column("agreement", sa.Float, nullable=True),
+    sa.Column("kappa", sa.Float, nullable=True),
+    sa.Column("details", sa.JSON, nullable=False),
+    _created(),
+)
+"""Each measurement of our judge against a labelled set: agreement rate and Cohen's kappa."""
+
+vendor_mappings = sa.Table(
+    "vendor_mappings",
+    metadata,
+    _ref("run_id", "runs.run_id", primary_key=True),
+    _ref("assertion_id", "assertions.assertion_id", primary_key=True),
+    sa.Column("runner", sa.String(64), nullable=False),
+    sa.Column("vendor_ref", sa.String(200), nullable=False),
+    sa.Column("vendor_name", sa.Text, nullable=True),
+    _created(),
+)
+"""How a run's assertions were sent to a vendor's own slots (Hamming's selected assertions): the
+vendor's id and the name it had then, so a renamed vendor assertion is detected, never mis-joined."""

@@ -1,0 +1,219 @@
+"""Talking HTTP to vendors: one classification of their errors, one retry policy, for every adapter.
+
+Every runner that calls a vendor, and our judge, goes through :class:`VendorClient`:
+
+- :func:`classify` turns a response into the error it means: 429 is :class:`RateLimitedError`
+  (carrying ``Retry-After``), 408/425/5xx and network failures are :class:`TransientVendorError`,
+  any other 4xx is :class:`PermanentVendorError`, and a 2xx whose body is not JSON is
+  :class:`MalformedResponseError`. The message is the vendor's own words (``message``, ``error`` or
+  ``detail``), never a header, a key or our request body.
+- :meth:`VendorClient.request` retries what is transient with capped exponential backoff and jitter,
+  waits what ``Retry-After`` asks (capped), and raises the classified error when attempts run out.
+  Permanent errors are raised at once.
+
+A vendor error becomes an ERROR case run or a null result carrying that message; never a FAIL.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from assay.core.errors import (
+    MalformedResponseError,
+    PermanentVendorError,
+    RateLimitedError,
+    TransientVendorError,
+    VendorError,
+)
+
+TRANSIENT_STATUSES = frozenset({408, 425, 500, 502, 503, 504})
+"""Statuses that retrying may fix (besides 429, which is a rate limit)."""
+
+_MESSAGE_LIMIT = 500
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta seconds or an HTTP date); None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def vendor_message(body: Any, fallback: str) -> str:
+    """The vendor's own words from an error body: VAPI ``message``/``error``, ElevenLabs ``detail``, else the text."""
+    text: Any = None
+    if isinstance(body, Mapping):
+        detail = body.get("detail")
+        if isinstance(detail, Mapping):
+            text = detail.get("message") or detail.get("code")
+        elif isinstance(detail, list) and detail:  # 422: [{loc, msg, type}]
+            text = "; ".join(
+                f"{'.'.join(map(str, d.get('loc', [])))}: {d.get('msg')}" if isinstance(d, Mapping) else str(d)
+                for d in detail
+            )
+        elif isinstance(detail, str):
+            text = detail
+        text = text or body.get("message") or body.get("error")
+        if isinstance(text, list):
+            text = "; ".join(map(str, text))
+        if isinstance(text, Mapping):
+            text = text.get("message") or json.dumps(text, sort_keys=True)
+    elif isinstance(body, str) and body.strip():
+        text = body.strip()
+    text = str(text) if text else fallback
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
+
+
+def _body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def classify(vendor: str, response: httpx.Response) -> VendorError | None:
+    """The error a response means, or None if it is a success with a JSON body (or no body)."""
+    status = response.status_code
+    if 200 <= status < 300:
+        if not response.content or status == 204:
+            return None
+        try:
+            response.json()
+        except ValueError:
+            return MalformedResponseError(vendor, status, f"the body is not JSON ({_snippet(response.text)})")
+        return None
+    message = vendor_message(_body(response), response.reason_phrase or "error")
+    if status == 429:
+        return RateLimitedError(vendor, status, message, retry_after=parse_retry_after(response.headers.get("retry-after")))
+    if status in TRANSIENT_STATUSES:
+        return TransientVendorError(vendor, status, message, retry_after=parse_retry_after(response.headers.get("retry-after")))
+    return PermanentVendorError(vendor, status, message)
+
+
+def _snippet(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a transient vendor error is retried."""
+
+    attempts: int = 5
+    """Tries in all, the first included."""
+    base_delay: float = 0.25
+    """The first backoff, doubled after each failure (with jitter)."""
+    max_delay: float = 8.0
+    """No single backoff is longer."""
+    max_retry_after: float = 60.0
+    """A ``Retry-After`` longer than this is capped (a vendor asking for an hour gets our cap)."""
+
+    def delay(self, attempt: int, error: VendorError, rng: random.Random) -> float:
+        """Seconds to wait before try ``attempt + 1``: what the vendor asked, else backoff with jitter."""
+        if error.retry_after is not None:
+            return min(error.retry_after, self.max_retry_after)
+        backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        return backoff * (0.5 + rng.random() / 2)
+
+
+class VendorClient:
+    """An httpx client for one vendor: base URL, auth headers, timeouts, classification and retries.
+
+    Thread-safe (httpx's client is); ``in_flight`` and ``peak_in_flight`` count concurrent requests,
+    so a caller can prove a concurrency bound holds. ``sent`` counts requests actually sent.
+    """
+
+    def __init__(
+        self,
+        vendor: str,
+        base_url: str,
+        headers: Mapping[str, str],
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy = RetryPolicy(),
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        self.vendor = vendor
+        self.retry = retry
+        self._sleep = sleep
+        self._rng = random.Random()
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=dict(headers), timeout=timeout,
+                                  transport=transport)
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.sent = 0
+
+    def __enter__(self) -> "VendorClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _send_once(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        with self._lock:
+            self.in_flight += 1
+            self.sent += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise TransientVendorError(self.vendor, None, f"timed out: {type(exc).__name__}") from None
+        except httpx.TransportError as exc:
+            raise TransientVendorError(self.vendor, None, f"network error: {type(exc).__name__}") from None
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def request(self, method: str, path: str, *, json_body: Any = None, params: Mapping[str, Any] | None = None,
+                headers: Mapping[str, str] | None = None) -> Any:
+        """Send, retrying transient errors by the policy; the parsed JSON body (None when empty)."""
+        for attempt in range(1, self.retry.attempts + 1):
+            try:
+                response = self._send_once(method, path, json=json_body, params=params, headers=headers)
+                error = classify(self.vendor, response)
+            except VendorError as exc:
+                error, response = exc, None
+            if error is None:
+                return response.json() if response is not None and response.content and response.status_code != 204 else None
+            if not error.transient or attempt == self.retry.attempts:
+                raise error
+            self._sleep(self.retry.delay(attempt, error, self._rng))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> Any:
+        return self.request("POST", path, json_body=body, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> Any:
+        return self.request("DELETE", path, **kwargs)
+
+
+__all__ = ["TRANSIENT_STATUSES", "RetryPolicy", "VendorClient", "classify", "parse_retry_after", "vendor_message"]
