@@ -85,6 +85,9 @@ class Situation(_Model):
     """What the agent must tell the caller for the call to go well."""
     world: dict[str, Any] = Field(default_factory=dict)
     """What is true in the world the agent can find out (service area, bookings, prices): any JSON values."""
+    turns: list[Text] = Field(default_factory=list)
+    """Scripted caller turns, said in order by a platform chat runner; empty: our caller simulator speaks,
+    from who calls, what they want and what they must be told."""
 
 
 class AssertionDef(_Model):
@@ -163,7 +166,9 @@ class CaseDef(_Model):
 
     def content(self) -> dict[str, Any]:
         """The case content the catalog stores, hashes, and every case run snapshots."""
-        return {"title": self.title, "situation": self.situation.model_dump(mode="json")}
+        # ``turns`` is left out when empty, so cases written before it existed keep their content hash.
+        situation = self.situation.model_dump(mode="json", exclude=None if self.situation.turns else {"turns"})
+        return {"title": self.title, "situation": situation}
 
 
 class TargetDef(_Model):

@@ -25,6 +25,17 @@ TurnRole = Literal["caller", "agent", "system"]
 CaseRunStatus = Literal["executed", "error"]
 Verdict = Literal["pass", "fail", "error", "unknown"]
 
+NATIVE_PREFIX = "assertion:"
+"""A runner evaluation named ``assertion:<assertion key>`` is the runner's own judgment *of that
+assertion* (an assertion sent into a vendor's slot: a VAPI eval judge plan, a Hamming selected
+assertion). Judging maps it onto that assertion's result, with the vendor as the evaluator."""
+
+
+def native_evaluation_name(assertion_key: str) -> str:
+    """The evaluation name under which a runner reports its own verdict on assertion ``assertion_key``."""
+    return f"{NATIVE_PREFIX}{assertion_key}"
+
+
 CASE_RUN_STATUSES: tuple[str, ...] = ("executed", "error")
 TURN_ROLES: tuple[str, ...] = ("caller", "agent", "system")
 VERDICTS: tuple[str, ...] = ("pass", "fail", "error", "unknown")

@@ -44,6 +44,23 @@ class CaseSpec:
 
 
 @dataclass(frozen=True)
+class AssertionSpec:
+    """One assertion version a run is judged on, as a runner that translates assertions into a vendor's
+    own slots sees it (VAPI eval judge plans, Hamming's selected assertions). Most runners ignore these."""
+
+    assertion_id: str
+    key: str
+    version: int
+    mechanism: str
+    params: dict[str, Any]
+    role: str | None = None
+    """The vendor-slot hint: which designated slot of a vendor this assertion goes into."""
+    case_id: str | None = None
+    """The case it belongs to; None for an assertion on the whole suite."""
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class RunJob:
     """Everything a runner needs to execute one run."""
 
@@ -56,6 +73,8 @@ class RunJob:
     ``{"call_set": {"path": ..., "sha256": ...}}`` (a file of recorded calls)."""
     cases: tuple[CaseSpec, ...]
     deadline_at: datetime | None = None
+    assertions: tuple[AssertionSpec, ...] = ()
+    """The latest version of every assertion of the suite and its cases when the job was read."""
 
     def case_by_key(self) -> dict[str, CaseSpec]:
         return {c.case_key: c for c in self.cases}
@@ -295,6 +314,6 @@ def _finish(runner: Runner, ledger: Ledger, lease: Lease, scratch: ScratchBook |
 
 
 __all__ = [
-    "TARGET_KINDS", "CaseSpec", "DriveResult", "Heartbeat", "Lease", "Ledger", "Receipt", "ReceiptStatus", "RunContext",
+    "TARGET_KINDS", "AssertionSpec", "CaseSpec", "DriveResult", "Heartbeat", "Lease", "Ledger", "Receipt", "ReceiptStatus", "RunContext",
     "RunJob", "Runner", "ScratchBook", "ScratchObject", "TargetKind", "drive", "teardown_scratch",
 ]

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from assay.core.criteria import CriteriaSpec, resolve
 from assay.core.errors import NotFoundError
 from assay.core.ids import content_hash, new_id
-from assay.core.runner import CaseSpec, RunJob
+from assay.core.runner import AssertionSpec, CaseSpec, RunJob
 
 from . import tables as t
 
@@ -251,6 +251,17 @@ def job_for_run(engine: sa.Engine, run_id: str) -> RunJob:
         cases = conn.execute(
             sa.select(t.run_cases).where(t.run_cases.c.run_id == run.run_id).order_by(t.run_cases.c.position)
         ).all()
+    from .assertions import current_assertions
+
+    a = t.assertions
+    with engine.connect() as conn:
+        current = {r["assertion_id"] for r in current_assertions(conn, run.suite_id, [c.case_id for c in cases])}
+        rows = conn.execute(sa.select(a).where(a.c.assertion_id.in_(current)).order_by(a.c.owner, a.c.assertion_key)).all() if current else []
+    assertions = tuple(
+        AssertionSpec(assertion_id=r.assertion_id, key=r.assertion_key, version=r.version, mechanism=r.mechanism,
+                      params=dict(r.params), role=r.role, case_id=r.case_id, description=r.description)
+        for r in rows
+    )
     return RunJob(
         run_id=run.run_id,
         team_id=run.team_id,
@@ -259,4 +270,5 @@ def job_for_run(engine: sa.Engine, run_id: str) -> RunJob:
         target=suite.target,
         cases=tuple(CaseSpec(case_id=c.case_id, case_key=c.case_key, content=c.snapshot) for c in cases),
         deadline_at=run.deadline_at,
+        assertions=assertions,
     )
