@@ -21,6 +21,7 @@ import json
 import random
 import threading
 import time
+from datetime import timezone
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any

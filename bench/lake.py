@@ -11,7 +11,7 @@ default (SQLite catalog, local lake). Baselines are measured in the same run ove
   files (the coded re-score state: counted / met / null counts and the verdict per run); the verdicts
   must be equal for every run and the time ratio <= 1.5.
 - ``rescore.peak_memory``: the CLI process's peak RSS, <= 2 GB.
-- ``rescore.vs_ideal``: the product's re-score (in-process: ``assay.flows.judging.rescore``, reading
+- ``rescore.vs_ideal``: the product's re-score (in-process: ``assay.flows.rescoring.rescore``, reading
   the catalog and the manifest, computing every verdict with its reasons) against the physical floor,
   DuckDB over one compact file of only the current atoms, integer-coded, aggregated in two stages;
   <= 3x.
@@ -171,7 +171,7 @@ def _in_process_rescore(home: Path) -> float:
     code = (
         "import sys, time\n"
         "from assay.flows.workspace import open_workspace\n"
-        "from assay.flows.judging import rescore\n"
+        "from assay.flows.rescoring import rescore\n"
         "ws = open_workspace(); ws.engine\n"
         "times = []\n"
         f"for _ in range({REPEATS}):\n"
@@ -257,7 +257,7 @@ def run() -> list[Result]:
                           f"({built['current_atoms']:,} current)"))
     results.append(Result("rescore.vs_ideal", round(ours, 3), "s", round(floor, 3), round(ours / floor, 2),
                           "<= 3x the physical floor", ours / floor <= 3,
-                          "ours: assay.flows.judging.rescore in-process (catalog, manifest, every verdict with its "
+                          "ours: assay.flows.rescoring.rescore in-process (catalog, manifest, every verdict with its "
                           "reasons), median of 3; floor: DuckDB over one compact integer-coded file of the current "
                           "atoms, two-stage aggregation, median of 3"))
     return results + rescore_100m()

@@ -35,6 +35,7 @@ _HOMES: dict[str, str] = {
     "Turn": "evidence",
     "case_run_schema": "evidence",
     "evaluation_schema": "evidence",
+    "vendor_reading": "evidence",
     "canonical_json": "ids",
     "content_hash": "ids",
     "identifier": "ids",

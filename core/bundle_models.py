@@ -31,14 +31,20 @@ from .mechanisms import MECHANISMS, validate_params
 SCHEMA = "assay.bundle/v1"
 KNOWN_SCHEMAS: tuple[str, ...] = (SCHEMA,)
 
-VENDOR_KEYS = frozenset({
-    "platform", "provider", "vendor", "model", "llm", "voice", "voiceid", "squad", "squadid",
-    "assistantid", "agentid", "phonenumber", "phonenumbers", "assistantoverrides", "variablevalues",
-    "simulationspecification", "testconfigurations",
+VENDOR_SHAPES = frozenset({
+    "assistantid", "squadid", "assistantoverrides", "variablevalues", "simulationspecification", "testconfigurations",
 })  # fmt: skip
-"""Keys that name how a test runs, compared lower-case without ``_``/``-`` (``squadId`` = ``squad_id``)."""
+"""Field names of a vendor's request, refused anywhere in a definition, the situation's world included."""
+VENDOR_KEYS = VENDOR_SHAPES | frozenset({
+    "platform", "provider", "vendor", "model", "llm", "voice", "voiceid", "squad", "agentid", "phonenumber",
+    "phonenumbers",
+})  # fmt: skip
+"""Keys that name how a test runs, compared lower-case without ``_``/``-`` (``squadId`` = ``squad_id``):
+refused as keys of a case, a suite, a target and the situation itself. Inside the situation's ``world``
+(its facts) ordinary words are facts (a panel's ``model``, the caller's ``phone_number``): only
+:data:`VENDOR_SHAPES` and :data:`VENDOR_NAMES` are refused there."""
 VENDOR_NAMES = frozenset({"vapi", "elevenlabs", "hamming"})
-"""A key containing one of these words names a vendor."""
+"""A key containing one of these words names a vendor, wherever it is."""
 
 _OWN_CASES = "a suite names cases of its own team — fix the key or add the case"
 _ADD_OR_REMOVE = "add an assertion with this key to the suite or one of its cases, or remove it from the criteria"
@@ -277,7 +283,7 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 __all__ = [
-    "SCHEMA", "KNOWN_SCHEMAS", "VENDOR_KEYS", "VENDOR_NAMES",
+    "SCHEMA", "KNOWN_SCHEMAS", "VENDOR_KEYS", "VENDOR_NAMES", "VENDOR_SHAPES",
     "AssertionDef", "Bundle", "CaseDef", "ConsumerDef", "ResolvedTarget", "Situation", "SuiteDef", "TargetDef",
     "TeamDef", "criteria_spec", 
 ]  # fmt: skip

@@ -28,6 +28,7 @@ from .bundle_models import (
     _OWN_CASES,
     VENDOR_KEYS,
     VENDOR_NAMES,
+    VENDOR_SHAPES,
     Bundle,
     Location,
     ResolvedTarget,
@@ -39,8 +40,8 @@ from .bundle_models import (
 # --- the rules pydantic cannot see ---------------------------------------------------------------
 
 
-def _is_vendor_key(key: str) -> bool:
-    if re.sub(r"[^a-z0-9]", "", key.lower()) in VENDOR_KEYS:
+def _is_vendor_key(key: str, keys: frozenset[str] = VENDOR_KEYS) -> bool:
+    if re.sub(r"[^a-z0-9]", "", key.lower()) in keys:
         return True
     words = [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", key)]
     joined = {a + b for a, b in zip(words, words[1:])}
@@ -48,33 +49,43 @@ def _is_vendor_key(key: str) -> bool:
 
 
 def vendor_problems(raw: dict[str, Any]) -> dict[Location, str]:
-    """Keys naming a vendor mechanism on a case, anywhere in its situation, on a suite or its target."""
+    """Keys naming a vendor mechanism: the definition's structure is guarded, its facts are not.
+
+    The keys of a case, its situation, a suite and its target are refused when they name how a test
+    runs (:data:`VENDOR_KEYS`). The situation's ``world`` is facts, searched at any depth for a
+    vendor's request fields and names only (:data:`VENDOR_SHAPES`, :data:`VENDOR_NAMES`): an
+    equipment ``model`` or a caller's ``phone_number`` there is a fact, not a mechanism.
+    """
     found: dict[Location, str] = {}
 
-    def scan(obj: Any, loc: Location, owner: str, deep: bool) -> None:
+    def scan(obj: Any, loc: Location, owner: str, keys: frozenset[str] = VENDOR_KEYS, deep: bool = False) -> None:
         if isinstance(obj, list) and deep:
             for i, item in enumerate(obj):
-                scan(item, (*loc, i), owner, deep)
+                scan(item, (*loc, i), owner, keys, deep)
         if not isinstance(obj, dict):
             return
         for key, value in obj.items():
-            if isinstance(key, str) and _is_vendor_key(key):
+            if isinstance(key, str) and _is_vendor_key(key, keys):
                 found[(*loc, key)] = (
                     f"{key!r} is a vendor mechanism; {owner}, never how it runs — remove it "
                     "(the runner is chosen at run time: assay run --runner)"
                 )
             elif deep:
-                scan(value, (*loc, key), owner, deep)
+                scan(value, (*loc, key), owner, keys, deep)
 
     for ti, team in _dicts(raw.get("teams")):
         for ci, case in _dicts(team.get("cases")):
             loc = ("teams", ti, "cases", ci)
-            scan(case, loc, "a case names a situation", deep=False)
-            scan(case.get("situation"), (*loc, "situation"), "a case names a situation", deep=True)
+            scan(case, loc, "a case names a situation")
+            situation = case.get("situation")
+            scan(situation, (*loc, "situation"), "a case names a situation")
+            if isinstance(situation, dict):
+                scan(situation.get("world"), (*loc, "situation", "world"), "the world holds the situation's facts",
+                     VENDOR_SHAPES, deep=True)
         for si, suite in _dicts(team.get("suites")):
             loc = ("teams", ti, "suites", si)
-            scan(suite, loc, "a suite names its cases and its target", deep=False)
-            scan(suite.get("target"), (*loc, "target"), "a target is a compiled config or a call set", deep=False)
+            scan(suite, loc, "a suite names its cases and its target")
+            scan(suite.get("target"), (*loc, "target"), "a target is a compiled config or a call set")
     return found
 
 

@@ -4,8 +4,8 @@ A call set is a JSON Lines file (UTF-8), one recorded call per line; blank lines
 
     {"call_id": "call-0001", "case": "no-heat-elderly-caller",
      "started_at": "2026-11-20T15:04:05Z", "duration_ms": 84210, "cost_usd": 0.231,
-     "transcript": [{"role": "agent", "text": "Northside Heating, this is Sam.", "t": 0.0},
-                    {"role": "caller", "text": "My furnace stopped overnight.", "t": 2.1}],
+     "transcript": [{"role": "agent", "text": "Northside Heating, this is Sam.", "t": 0.0, "end_t": 1.8},
+                    {"role": "caller", "text": "My furnace stopped overnight.", "t": 2.1, "end_t": 3.9}],
      "tool_calls": [{"name": "check_service_area", "arguments": {"zip": "60614"},
                      "result": {"in_area": false}, "is_error": false, "t": 14.2}],
      "evaluations": [{"name": "handles_out_of_area", "evaluator": "hamming:guardrail",
@@ -47,7 +47,9 @@ TURN = Model("turn", extra="ignore", fields=(
     # would cost the bulk load more than the whole rest of the validation.
     Field("role", ENUM, "Who spoke: the caller, the agent under test, or system.", required=True, values=TURN_ROLES),
     Field("text", TEXT, "What was said.", required=True),
-    Field("t", NUMBER, "Seconds from the start of the call.", label=_SECONDS),
+    Field("t", NUMBER, "Seconds from the start of the call when the turn began.", label=_SECONDS),
+    Field("end_t", NUMBER, "Seconds from the start of the call when the turn ended; without it on the caller's "
+          "turns, response latency cannot be measured.", label=_SECONDS),
 ))  # fmt: skip
 
 TOOL_CALL = Model("tool call", fields=(
@@ -79,8 +81,9 @@ LINE = Model("call", fields=(
     Field("cost_usd", AMOUNT, "What the call cost, in US dollars."),
     Field("transcript", LIST, "The conversation, turn by turn.", model=TURN),
     Field("tool_calls", LIST, "The tools the agent called, with their results.", model=TOOL_CALL),
-    Field("evaluations", LIST, "The vendor's own judgments, kept as evidence on the vendor's scale; never "
-          "mapped onto our assertions.", model=EVALUATION),
+    Field("evaluations", LIST, "The vendor's own judgments, kept as evidence on the vendor's scale and read as "
+          "met (from the verdict) and a 0-1 value (from the score on its scale, else the verdict); never mapped "
+          "onto our assertions.", model=EVALUATION),
     Field("provider", TEXT, "Who recorded the call (``hamming``)."),
     Field("provider_ref", TEXT, "The provider's id for the call."),
     Field("provider_payload", OBJECT, "The provider's record of the call; secrets in it are redacted before "

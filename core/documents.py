@@ -8,7 +8,7 @@ Stability = Literal["experimental", "stable", "deprecated"]
 
 _COMMANDS = (
     "run", "runs", "load", "init", "demo", "reap", "bench", "judge", "rejudge", "rescore", "verdicts", "plan",
-    "lake.migrate", "lake.vacuum", "lake.compact", "query",
+    "lake.migrate", "lake.vacuum", "lake.compact", "query", "collect", "judge-agreement",
 )
 
 DOCUMENTS: dict[str, tuple[int, Stability]] = {f"assay.{name}": (1, "experimental") for name in _COMMANDS}

@@ -34,6 +34,15 @@ class BundleError(AssayError, ValueError):
         super().__init__("\n".join(lines))
 
 
+class LabelsError(AssayError, ValueError):
+    """A labelled set for measuring the judge (JSON Lines) is malformed. Names the file, the line and what is wrong."""
+
+    def __init__(self, file: str, problems: list[tuple[int, str]]):
+        self.file = file
+        self.problems = problems
+        super().__init__("\n".join(f"{file}: line {line}: {what}" for line, what in problems))
+
+
 class IdentifierError(AssayError, ValueError):
     """A value that becomes part of a path or key is not a valid identifier."""
 

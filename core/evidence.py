@@ -7,6 +7,10 @@ validates what arrives with its pandera schema before anything is written.
 
 Free-form values (tool arguments, results, the compiled artefact, provider payloads, a vendor's raw
 evaluation) travel as JSON text so the columnar schema stays fixed.
+
+A runner's evaluation is kept on the vendor's own scale *and* read onto ours (``met`` + a 0–1
+``value``) by one mapping, :func:`vendor_reading`, so every runner and the bulk path read a vendor's
+verdict the same way (``docs/vendor-mappings.md`` lists each vendor's fields).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,7 +57,10 @@ class Turn(_Row):
     text: str
     """What was said."""
     t: float | None = None
-    """Seconds from the start of the conversation, when known."""
+    """Seconds from the start of the conversation when the utterance began, when known."""
+    end_t: float | None = None
+    """Seconds from the start of the conversation when the utterance ended, when known (response
+    latency is the agent's ``t`` minus the preceding caller turn's ``end_t``)."""
 
 
 class ToolCall(_Row):
@@ -67,8 +74,43 @@ class ToolCall(_Row):
     t: float | None = None
 
 
+def vendor_reading(
+    verdict: str | None,
+    score: float | None,
+    scale_min: float | None,
+    scale_max: float | None,
+    pass_score: float | None = None,
+) -> tuple[bool | None, float | None]:
+    """A vendor's evaluation read as (met, value): the one mapping every runner uses.
+
+    ``met``: the verdict when there is one (``pass`` True, ``fail`` False, ``error``/``unknown``
+    None: a vendor that could not judge never fails a case); without a verdict, ``score >= pass_score``
+    when both are known; else None. ``value``: the score normalised to 0–1 on the declared scale,
+    ``(score - scale_min) / (scale_max - scale_min)``, when score and a non-empty scale are known;
+    else 1.0 / 0.0 from a pass / fail verdict; else None.
+    """
+    score = None if score is None or score != score else score  # NaN reads as no score
+    if verdict in ("pass", "fail"):
+        met: bool | None = verdict == "pass"
+    elif verdict is None and score is not None and pass_score is not None:
+        met = score >= pass_score
+    else:
+        met = None
+    if score is not None and scale_min is not None and scale_max is not None and scale_max > scale_min:
+        value: float | None = (score - scale_min) / (scale_max - scale_min)
+    elif verdict in ("pass", "fail"):
+        value = 1.0 if verdict == "pass" else 0.0
+    else:
+        value = None
+    return met, value
+
+
 class Evaluation(_Row):
-    """A runner's own judgment, kept as evidence on the vendor's own scale."""
+    """A runner's own judgment, kept as evidence on the vendor's own scale and read onto ours.
+
+    When neither ``met`` nor ``value`` is given they are read from the verdict and score by
+    :func:`vendor_reading` (no pass score); :meth:`from_vendor` also takes the vendor's pass score.
+    """
 
     name: str
     """The runner's name for what it judged (a guardrail, a scorer, a criterion)."""
@@ -79,10 +121,51 @@ class Evaluation(_Row):
     score: float | None = None
     """The runner's score, if it gives one, on ``scale_min``..``scale_max``."""
     scale_min: float | None = None
+    """The low end of the vendor's declared scale (a score there reads as value 0.0)."""
     scale_max: float | None = None
+    """The high end of the vendor's declared scale (a score there reads as value 1.0)."""
     rationale: str | None = None
+    """The vendor's explanation, if it gives one."""
     raw: dict[str, Any] | None = None
     """The vendor's evaluation object as received (redacted)."""
+    met: bool | None = None
+    """The vendor's judgment read as met or not met (``docs/vendor-mappings.md``); null when undetermined
+    (a vendor error or unknown) and in files written before it existed."""
+    value: float | None = None
+    """The score normalised to 0–1 on the declared scale, else 1.0/0.0 from a pass/fail verdict; null
+    when neither is known and in files written before it existed."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "met" not in data and "value" not in data:
+            met, value = vendor_reading(
+                data.get("verdict"), data.get("score"), data.get("scale_min"), data.get("scale_max")
+            )
+            data = {**data, "met": met, "value": value}
+        return data
+
+    @classmethod
+    def from_vendor(
+        cls,
+        *,
+        name: str,
+        evaluator: str,
+        verdict: Verdict | None = None,
+        score: float | None = None,
+        scale_min: float | None = None,
+        scale_max: float | None = None,
+        pass_score: float | None = None,
+        rationale: str | None = None,
+        raw: dict[str, Any] | None = None,
+    ) -> "Evaluation":
+        """An evaluation with met and value read by :func:`vendor_reading`; ``pass_score`` is the
+        vendor's own threshold on its scale (used for met only when it gives no verdict)."""
+        met, value = vendor_reading(verdict, score, scale_min, scale_max, pass_score)
+        return cls(
+            name=name, evaluator=evaluator, verdict=verdict, score=score, scale_min=scale_min,
+            scale_max=scale_max, rationale=rationale, raw=raw, met=met, value=value,
+        )
 
 
 class CaseRun(_Row):
@@ -95,6 +178,8 @@ class CaseRun(_Row):
     error: str | None = None
     """Why the case could not be executed (status ``error``), in the runner's or vendor's words."""
     transcript: list[Turn] = Field(default_factory=list)
+    """The conversation: role (caller, agent, system), text, t and end_t (seconds from the start when
+    the utterance began and ended; end_t reads null in files written before it existed)."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     artefact: dict[str, Any] | None = None
     """The compiled artefact the case ran against (a compiled assistant config), when the runner reads one."""
@@ -110,7 +195,7 @@ def case_run_schema() -> "pa.Schema":
     """Arrow schema of the case-run columns a runner reports."""
     import pyarrow as pa
 
-    turn = pa.struct([("role", pa.string()), ("text", pa.string()), ("t", pa.float64())])
+    turn = pa.struct([("role", pa.string()), ("text", pa.string()), ("t", pa.float64()), ("end_t", pa.float64())])
     tool = pa.struct(
         [
             ("name", pa.string()),
@@ -154,6 +239,8 @@ def evaluation_schema() -> "pa.Schema":
             ("scale_max", pa.float64()),
             ("rationale", pa.string()),
             ("raw", pa.string()),
+            ("met", pa.bool_()),
+            ("value", pa.float64()),
         ]
     )
 

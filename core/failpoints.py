@@ -13,7 +13,9 @@ The steps, in the order a piece of evidence passes them:
 - ``judge.staged`` / ``judge.recorded``: the same two points of a judging pass (outcomes and atoms);
 - ``rescore.staged``: materialised verdicts are written, not recorded;
 - ``compact.staged`` / ``compact.recorded``: a compaction's new files, before and inside its swap;
-- ``vacuum.forgotten``: retired files are dropped from the manifest, not yet deleted.
+- ``vacuum.forgotten``: retired files are dropped from the manifest, not yet deleted;
+- ``scratch.intended`` / ``scratch.created``: a runner's scratch object is named in the catalog, not yet
+  created at the vendor / created at the vendor, its id not yet recorded.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ ENV = "ASSAY_FAILPOINTS"
 
 STEPS: tuple[str, ...] = (
     "report.staged", "report.recorded", "judge.staged", "judge.recorded", "rescore.staged",
-    "compact.staged", "compact.recorded", "vacuum.forgotten",
+    "compact.staged", "compact.recorded", "vacuum.forgotten", "scratch.intended", "scratch.created",
 )
 """Every named step; a test that names another is refused."""
 

@@ -28,6 +28,7 @@ from pydantic import (
     StrictStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 
@@ -115,9 +116,32 @@ class MaxTurns(Params):
 
 
 class MaxLatency(Params):
-    """The whole case run took at most ``max_ms`` milliseconds."""
+    """The whole case run took at most ``max_ms`` milliseconds.
+
+    This is the whole call's duration (``duration_ms``), not how quickly the agent answers: that is
+    ``transcript.response_latency``."""
 
     max_ms: float = Field(gt=0)
+    """The longest the whole case run may take, in milliseconds."""
+
+
+class ResponseLatency(Params):
+    """The agent answered the caller quickly: for each agent turn right after a caller turn, the time
+    from the caller's turn ending (its ``end_t``) to the agent's starting (its ``t``). Met when the
+    slowest is at most ``max_ms`` and the 95th percentile (linear interpolation) at most ``p95_ms``;
+    value = the 95th percentile in milliseconds. Without the turn timings it is undetermined, never met."""
+
+    max_ms: float | None = Field(default=None, gt=0)
+    """The slowest reply may take at most this many milliseconds."""
+    p95_ms: float | None = Field(default=None, gt=0)
+    """The 95th percentile of the replies may be at most this many milliseconds."""
+
+    @model_validator(mode="after")
+    def _a_bound(self) -> "ResponseLatency":
+        if self.max_ms is None and self.p95_ms is None:
+            raise ValueError("give max_ms, p95_ms or both (milliseconds from the caller's turn ending to the "
+                             "agent's reply starting), e.g. {\"p95_ms\": 1500}")
+        return self
 
 
 class MaxCost(Params):
@@ -174,7 +198,8 @@ class VendorEvaluation(Params):
     name: str = Field(min_length=1)
     """The vendor's name for its evaluation (guardrail, scorer, criterion)."""
     pass_score: float | None = None
-    """For scored evaluations: a score at or above this is met. Required when the vendor scores."""
+    """For scored evaluations: a score at or above this, on the vendor's own scale (70 on Hamming's
+    0-100), is met. Required to map a score without a verdict onto met."""
 
 
 class Rubric(Params):
@@ -193,6 +218,7 @@ MECHANISMS: dict[str, type[Params]] = {
     "transcript.regex": RegexMatch,
     "transcript.max_turns": MaxTurns,
     "transcript.max_latency": MaxLatency,
+    "transcript.response_latency": ResponseLatency,
     "transcript.max_cost": MaxCost,
     "tool.called": ToolCalled,
     "tool.not_called": ToolCalled,
@@ -230,6 +256,6 @@ def validate_params(mechanism: str, params: dict[str, Any]) -> Params:
 
 __all__ = [
     "FAMILY_EVIDENCE", "MECHANISMS", "REGEX_SYNTAX", "ClausePresent", "MaxCost", "MaxLatency", "MaxTurns", "Params",
-    "RegexMatch", "Rubric", "TextMatch", "ToolAttached", "ToolCalled", "ValidationError", "VariablesResolve",
+    "RegexMatch", "ResponseLatency", "Rubric", "TextMatch", "ToolAttached", "ToolCalled", "ValidationError", "VariablesResolve",
     "VendorEvaluation", "family", "mechanisms_of", "regex_problem", "validate_params",
 ]

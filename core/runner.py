@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Literal, Protocol
 
 from .errors import AssayError, LeaseError, RunnerError
+from .failpoints import failpoint
 from .evidence import Report
 
 log = logging.getLogger(__name__)
@@ -162,7 +163,10 @@ class RunContext:
             raise RunnerError(f"runner {self.runner!r} creates vendor objects, but this ledger keeps no scratch book")
         name = f"assay-{self.run_id}-{kind}-{label or new_suffix()}"[:200]
         obj = self.scratch.intend(self.run_id, self.runner, kind, name)
-        return self.scratch.created(obj, create(name))
+        failpoint("scratch.intended")
+        vendor_id = create(name)
+        failpoint("scratch.created")
+        return self.scratch.created(obj, vendor_id)
 
 
 def new_suffix() -> str:

@@ -73,6 +73,10 @@ class Settings(BaseSettings):
     hamming_phone_numbers: list[str] = Field(default_factory=list)
     """The numbers Hamming calls (the deployed assistant's inbound lines), as a JSON list."""
 
+    hamming_test_case_id: str | None = None
+    """The Hamming test case every case runs as, its scenario replaced by the case's situation
+    (``scenarioFacts`` and ``persona``): Hamming offers no API to create test cases."""
+
     collect_concurrency: int = Field(default=16, ge=1, le=256)
     """At most this many vendor polls in flight while collecting outstanding asynchronous runs."""
 

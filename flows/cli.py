@@ -7,7 +7,6 @@ red line and exit 1 (the traceback with ``--debug``); a malformed command line e
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import Enum
 from typing import Annotated, Any
@@ -48,8 +47,11 @@ def _console():
 
 def _emit(schema: str, body: dict[str, Any], as_json: bool) -> bool:
     """Print ``body`` as a JSON document when asked; return whether it did."""
-    if as_json:
-        typer.echo(json.dumps(document(schema, body), indent=2, default=str))
+    if as_json:  # orjson (a Prefect dependency): a re-score of thousands of runs prints in milliseconds
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(document(schema, body), default=str, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.flush()
     return as_json
 
 
@@ -145,8 +147,12 @@ def reap(as_json: JsonOpt = False) -> None:
 
     result = ops.reap(_workspace())
     if not _emit("assay.reap", result, as_json):
-        n = sum(map(len, result.values()))
-        _console().print(f"timed out {n} run(s): " + ", ".join(f"{k} {len(v)}" for k, v in result.items()))
+        timed_out = {k: v for k, v in result.items() if not k.startswith("scratch_")}
+        n = sum(map(len, timed_out.values()))
+        _console().print(f"timed out {n} run(s): " + ", ".join(f"{k} {len(v)}" for k, v in timed_out.items()))
+        if result["scratch_deleted"] or result["scratch_failed"]:
+            _console().print(f"deleted {len(result['scratch_deleted'])} vendor object(s) left by dead runs"
+                             + "".join(f"; not deleted: {n}" for n in result["scratch_failed"]))
 
 
 @app.command()
@@ -206,7 +212,7 @@ def rescore(
     as_json: JsonOpt = False,
 ) -> None:
     """Apply a criteria to stored history: per-run verdicts and the runs that flip. A query."""
-    from .judging import rescore as do_rescore
+    from .rescoring import rescore as do_rescore
     from .selection import read_spec
 
     candidate = read_spec(spec) if spec else None
@@ -386,6 +392,12 @@ def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
         typer.echo("  (run with --debug for the traceback)", err=True)
     sys.exit(code)
 
+
+# Commands kept in modules of their own; each registers itself on the app.
+from . import cli_collect, cli_vendors  # noqa: E402
+
+for _module in (cli_vendors, cli_collect):
+    _module.register(app)
 
 if __name__ == "__main__":
     main()

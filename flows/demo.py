@@ -14,7 +14,8 @@ SUITES = ("acme-plumbing/main-line", "northside-hvac/recorded-calls")
 
 def run_demo(console: Console, quiet: bool = False, reset: bool = False) -> dict[str, Any]:
     from . import operations as ops
-    from .judging import judge_runs, rescore, verdicts_for
+    from .judging import judge_runs, verdicts_for
+    from .rescoring import rescore
     from .planning import plan
     from .render import print_judged, print_load, print_plan, print_rescore, print_run, print_verdicts, run_with_progress
     from .workspace import open_workspace

@@ -17,6 +17,10 @@ from assay.storage.catalog.runs import RunRow, create_run, find_suite, get_run, 
 from .workspace import Workspace
 
 
+ASYNC_DEADLINE = timedelta(hours=24)
+"""The deadline of an asynchronous runner's run when none is given: `assay collect` stops waiting then."""
+
+
 def owner_name() -> str:
     """This process's lease-owner name: host and pid, so a stuck lease names its holder."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -39,6 +43,8 @@ def start_run(
             f"runner {cls.name!r} cannot execute suite {suite!r}: its target is a {target_kind!r} and the runner "
             f"accepts {', '.join(sorted(cls.target_kinds))}; choose another --runner"
         )
+    if not cls.synchronous and deadline is None:  # a vendor that never answers must not be waited for for ever
+        deadline = ASYNC_DEADLINE
     return create_run(ws.engine, suite, cls.name, deadline=deadline)
 
 
@@ -48,10 +54,15 @@ def execute_run(
     runner_options: dict[str, Any] | None = None,
     on_report: Callable[[Receipt], None] | None = None,
 ) -> DriveResult:
-    """Claim the run, drive its runner through every report, release it."""
+    """Claim the run, drive its runner through every report, release it. An asynchronous runner's run
+    is submitted instead, and waits at the vendor for `assay collect` (:mod:`.collect`)."""
     run = get_run(ws.engine, run_id)
     runner = runner_class(run.runner)(**(runner_options or {}))
     job = job_for_run(ws.engine, run_id)
+    if not runner.synchronous:
+        from .collect import submit_run
+
+        return submit_run(ws, job, runner, owner=owner_name())
     return drive(
         runner, ws.ledger, job, owner=owner_name(), ttl_seconds=ws.settings.lease_seconds, on_report=on_report
     )
@@ -86,8 +97,26 @@ def finish_run(ws: Workspace, run_id: str) -> RunRow:
 
 
 def reap(ws: Workspace) -> dict[str, list[str]]:
-    """Resolve expired leases and passed deadlines to timed_out."""
-    return ws.ledger.reap()
+    """Resolve expired leases and passed deadlines to timed_out, then tear down the vendor objects that
+    runs nobody works on any more left behind (a process killed before its release could)."""
+    return {**ws.ledger.reap(), **sweep_scratch(ws)}
+
+
+def sweep_scratch(ws: Workspace) -> dict[str, list[str]]:
+    """Hand every abandoned scratch object back to its runner's teardown; names of what was deleted and what was not."""
+    from assay.core.runner import teardown_scratch
+
+    book = ws.ledger.scratch
+    by_runner: dict[str, list] = {}
+    for obj in book.abandoned():
+        by_runner.setdefault(obj.runner, []).append(obj)
+    deleted: list[str] = []
+    failed: list[str] = []
+    for name, objects in by_runner.items():
+        outcome = teardown_scratch(runner_class(name)(), book, objects)
+        for obj in objects:
+            (deleted if outcome.get(obj.scratch_id) is None else failed).append(obj.name)
+    return {"scratch_deleted": sorted(deleted), "scratch_failed": sorted(failed)}
 
 
 def compact(ws: Workspace, table: str | None = None, team: str | None = None) -> dict[str, int]:

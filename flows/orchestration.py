@@ -56,7 +56,8 @@ def execute_task(run_id: str, runner_options: dict[str, Any] | None) -> dict[str
     ws = open_workspace()
     result = ops.execute_run(ws, run_id, runner_options, on_report=_emit)
     return {"reports": result.reports, "case_runs": result.case_runs, "evaluations": result.evaluations,
-            "duplicates": result.duplicates, "error": result.error}
+            "duplicates": result.duplicates, "error": result.error,
+            "awaiting_vendor": get_run(ws.engine, run_id).awaiting_vendor}
 
 
 @task
@@ -79,7 +80,9 @@ def run_suite(
     """Create the run (criteria resolved and stamped), claim, drive the runner, report, release; judge; finalise."""
     run_id = create_run_task(suite, runner, deadline_minutes)
     executed = execute_task(run_id, runner_options)
-    if executed["error"] is not None:  # released with the error, already final; the evidence stays
+    # released with the error (already final; the evidence stays), or submitted to an asynchronous
+    # runner's vendor (the collect flow judges and finalises it)
+    if executed["error"] is not None or executed["awaiting_vendor"]:
         return {"run": get_run(open_workspace().engine, run_id).to_dict(), "executed": executed, "verdicts": []}
     judged = judge_task(run_id)
     run = finalise_task(run_id, judged["verdicts"])
@@ -95,6 +98,23 @@ def reap_task() -> dict[str, list[str]]:
 def reap() -> dict[str, list[str]]:
     """Resolve expired leases and passed deadlines to timed_out."""
     return reap_task()
+
+
+@io_task
+def collect_task(concurrency: int | None) -> dict[str, Any]:
+    from .collect import collect_outstanding
+
+    ws = open_workspace()
+    try:
+        return collect_outstanding(ws, concurrency).to_dict()
+    finally:
+        ws.close()
+
+
+@flow(name="collect")
+def collect(concurrency: int | None = None) -> dict[str, Any]:
+    """Poll every outstanding asynchronous run; store, judge and finalise what finished; time out what is past its deadline."""
+    return collect_task(concurrency)
 
 
 @task

@@ -83,7 +83,8 @@ def print_judged(console: Console, j: dict[str, Any]) -> None:
         f"judged {j['case_runs']} case run(s) of {j['runs']} run(s): {j['outcomes']} new outcome(s), "
         f"{j['evaluated']} result(s) evaluated, {j['carried']} carried forward unchanged"
         + (f", {j['unjudged']} not chosen" if j["unjudged"] else "")
-        + f", judge calls {j['judge_calls']}"
+        + f", judge calls {j['judge_calls']} (requests sent, retries included)"
+        + (f", {j['judge_cached']} rubric result(s) from the judge cache" if j.get("judge_cached") else "")
     )
 
 

@@ -29,6 +29,11 @@ __all__ = ["write_current", "write_pass", "write_verdicts"]
 OUTCOME_KEYS = ("case_run_id", "run_id", "case_key", "team_id", "date", "evaluated", "carried")
 """What :func:`write_pass` needs to know of each case run that gets an outcome."""
 
+JUDGE_SPEND: dict[str, pl.DataType] = {
+    "judge_tokens_in": pl.Int32(), "judge_tokens_out": pl.Int32(), "judge_cost_usd": pl.Float64(),
+}
+"""The result columns that say what our judge spent on a result (``assertion_results`` v3)."""
+
 
 def write_pass(
     lake: Lake, outcomes: pl.DataFrame, results: pl.DataFrame, *, trigger: str, judge: str | None,
@@ -37,12 +42,15 @@ def write_pass(
     """Write one judging pass: an outcome per row of ``outcomes``, with the ``results`` of its case run.
 
     ``outcomes`` has :data:`OUTCOME_KEYS`; ``results`` one row per (case run, assertion version) with the
-    assertion columns and met, value, reason, evaluator, evaluator_version. Results of case runs
+    assertion columns and met, value, reason, evaluator, evaluator_version, and our judge's spend
+    (:data:`JUDGE_SPEND`; results without those columns spent nothing on the judge: null). Results of case runs
     without an outcome row are not written. The re-score state of the judged runs is rewritten in the
     same transaction (:mod:`.state`; ``summarise`` computes its counts). Returns the number of outcomes.
     """
     if outcomes.is_empty():
         return 0
+    results = results.with_columns(pl.lit(None, dtype).alias(name) for name, dtype in JUDGE_SPEND.items()
+                                   if name not in results.columns)
     before = state.prior(lake, outcomes["run_id"].unique().to_list())
     # A pass is later than every outcome it supersedes, even on a machine whose clock is behind: the
     # latest outcome by judged_at is then always the last one committed.

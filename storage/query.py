@@ -241,9 +241,10 @@ def _view_sql(table: "LakeTable", files: dict[int, list[str]]) -> str:
     hive_types = ", ".join(f"{_literal(p)}: VARCHAR" for p in PARTITIONS)
     parts = []
     for version, paths in sorted(files.items()):
-        added = table.added_since(version)
+        added, widened = table.added_since(version), table.widened_since(version)
         select = ", ".join(
-            f"CAST({_sql_value(added[c][0])} AS {_SQL_TYPES[str(added[c][1])]}) AS {_quote(c)}" if c in added else _quote(c)
+            f"CAST({_sql_value(added[c][0])} AS {_SQL_TYPES[str(added[c][1])]}) AS {_quote(c)}" if c in added
+            else f"CAST({_quote(c)} AS {_sql_type(widened[c])}) AS {_quote(c)}" if c in widened else _quote(c)
             for c in table.read_schema.names
         )
         parts.append(
@@ -255,6 +256,15 @@ def _view_sql(table: "LakeTable", files: dict[int, list[str]]) -> str:
 
 _SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN", "string": "VARCHAR"}
 """DuckDB types of the Arrow types a column added to a lake table may have."""
+
+
+def _sql_type(arrow: pa.DataType) -> str:
+    """The DuckDB type of a widened column (lists and structs of :data:`_SQL_TYPES`); casts match fields by name."""
+    if pa.types.is_list(arrow):
+        return f"{_sql_type(arrow.value_type)}[]"
+    if pa.types.is_struct(arrow):
+        return "STRUCT(" + ", ".join(f"{_quote(f.name)} {_sql_type(f.type)}" for f in arrow) + ")"
+    return _SQL_TYPES[str(arrow)]
 
 
 def _sql_value(value: object) -> str:

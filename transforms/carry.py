@@ -24,22 +24,29 @@ import polars as pl
 
 from .mechanisms.rubric import AWAITING_JUDGE, judge_evaluator
 
-__all__ = ["STORED", "PassPlan", "new_outcomes", "pass_results", "plan_pass", "stale"]
+__all__ = ["JUDGE_SPEND", "STORED", "PassPlan", "new_outcomes", "pass_results", "plan_pass", "stale"]
 
-STORED = ("met", "value", "reason", "evaluator", "evaluator_version")
-"""The columns of a stored result that a carried pair keeps."""
+JUDGE_SPEND: dict[str, pl.DataType] = {
+    "judge_tokens_in": pl.Int32(), "judge_tokens_out": pl.Int32(), "judge_cost_usd": pl.Float64(),
+}
+"""What our judge spent on a result (null for every other evaluator)."""
+
+STORED = ("met", "value", "reason", "evaluator", "evaluator_version", *JUDGE_SPEND)
+"""The columns of a stored result that a carried pair keeps (a judgement keeps what it cost)."""
 
 
 def stale(versions: Mapping[str, int], judge: str | None) -> pl.Expr:
     """Over stored results (with their ``mechanism``): would their evaluator now say something else?
 
     - the mechanism's evaluator has another version than the one that gave the result (it was fixed);
-    - the result came from our judge, and the judge has changed or the result was still waiting for it.
+    - the result came from our judge, and the judge has changed, or the result was still waiting for it,
+      or the configured judge gave no verdict (an error is asked again, never carried as an answer).
     """
     current = pl.col("mechanism").replace_strict(dict(versions), default=None, return_dtype=pl.Int32)
     evaluator = pl.col("evaluator")
+    unanswered = pl.lit(judge is not None) & pl.col("met").is_null()
     rejudge = evaluator.str.starts_with("assay:judge") & (
-        (evaluator != judge_evaluator(judge)) | (pl.col("reason") == AWAITING_JUDGE).fill_null(False)
+        (evaluator != judge_evaluator(judge)) | (pl.col("reason") == AWAITING_JUDGE).fill_null(False) | unanswered
     )
     return (pl.col("evaluator_version") != current).fill_null(True) | rejudge
 
@@ -100,10 +107,12 @@ def plan_pass(
 def pass_results(evaluated: pl.DataFrame, carried: pl.DataFrame, versions: Mapping[str, int]) -> pl.DataFrame:
     """A pass's results: the ``evaluated`` ones stamped with their evaluator's version, then the carried ones.
 
-    ``fresh`` (boolean) says which is which; columns are ``carried``'s.
+    ``fresh`` (boolean) says which is which; columns are ``carried``'s. ``evaluated`` results without
+    :data:`JUDGE_SPEND` columns spent nothing on our judge (null).
     """
     stamped = evaluated.with_columns(
-        evaluator_version=pl.col("mechanism").replace_strict(dict(versions), return_dtype=pl.Int32)
+        evaluator_version=pl.col("mechanism").replace_strict(dict(versions), return_dtype=pl.Int32),
+        *(pl.lit(None, dtype).alias(name) for name, dtype in JUDGE_SPEND.items() if name not in evaluated.columns),
     )
     return pl.concat([
         stamped.select(carried.columns).with_columns(fresh=pl.lit(True)),

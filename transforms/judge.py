@@ -11,8 +11,10 @@ Precedence for every row (``tests/transforms/reference.py`` implements the same 
 1. the case run is not in ``case_runs`` -> met null (``assay:execution``);
 2. the case run's status is ``error`` -> met null, "the case run did not execute: <error>"
    (``assay:execution``): a runner's failure to execute is an ERROR, never a FAIL;
-3. the runner does not support the mechanism -> met **false**, naming both (``assay:unsupported``);
-4. the mechanism's own rules, in its evaluator (:mod:`assay.transforms.mechanisms`).
+3. the runner reported its own verdict on this assertion (an evaluation named ``assertion:<key>``) ->
+   that verdict, whatever the mechanism (:mod:`.native`);
+4. the runner does not support the mechanism -> met **false**, naming both (``assay:unsupported``);
+5. the mechanism's own rules, in its evaluator (:mod:`assay.transforms.mechanisms`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from assay.core.mechanisms import Params
 from .mechanisms import registered
 from .mechanisms.evidence import Evidence
 from .mechanisms.helpers import either, words
+from .native import split_native
 
 RESULT_SCHEMA: dict[str, pl.DataType] = {
     "met": pl.Boolean(), "value": pl.Float64(), "reason": pl.String(), "evaluator": pl.String(),
@@ -61,6 +64,7 @@ def evaluate(
     for column in ("case_run_id", "mechanism", "params"):
         if column not in assignments.columns or assignments[column].null_count():
             raise ValueError(f"every assignment needs a {column}")
+    native, assignments = split_native(assignments, case_runs, evaluations)
     evidence = Evidence(case_runs, evaluations)
     distinct: dict[tuple[str, str], list[_Assertion]] = {}
     for assertion in _assertions(assignments, evidence):
@@ -69,7 +73,8 @@ def evaluate(
     unknown = sorted({m for m, _ in distinct} - set(mechanisms))
     if unknown:
         raise ValueError(f"assignments name unknown mechanisms {unknown}; known: {', '.join(mechanisms)}")
-    parts = [_empty_result(assignments)]
+    empty = _empty_result(assignments)
+    parts = [empty, native.select(empty.columns).cast(empty.schema)]
     for (mechanism, params), assertions in distinct.items():
         owner = pl.concat([pl.repeat(k, a.rows.len(), dtype=pl.UInt32, eager=True) for k, a in enumerate(assertions)])
         index = pl.concat([a.index for a in assertions])

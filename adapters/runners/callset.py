@@ -4,7 +4,9 @@ The format, its rules and their two forms (a DuckDB query for the whole file, a 
 says what is wrong) live in :mod:`assay.core.callset`. This module runs the query, refuses the file
 with every bad line named when one is bad, and hands the ``recorded`` runner report-ready Arrow
 tables shaped by :func:`~assay.core.evidence.case_run_schema` and
-:func:`~assay.core.evidence.evaluation_schema`.
+:func:`~assay.core.evidence.evaluation_schema`. Evaluations are read as met + value by the one vendor
+mapping, :func:`~assay.core.evidence.vendor_reading`, called once per distinct (verdict, score, scale)
+rather than once per row: a file of a million calls has a handful of distinct readings.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from assay.core.callset import LINE, Problem, explain, scan_sql
 from assay.core.errors import RunnerError
-from assay.core.evidence import case_run_schema, evaluation_schema
+from assay.core.evidence import case_run_schema, evaluation_schema, vendor_reading
 from assay.core.redact import SUSPECT_PATTERN, redact
 
 if TYPE_CHECKING:
@@ -149,6 +151,7 @@ def load_call_set(path: Path, cases: Mapping[str, str]) -> CallSet:
         "case_id": pc.take(case_id, parents),
         "source_ref": pc.take(raw["call_id"], parents),
         "raw": _redacted(flat.field("raw")),
+        **_readings(flat),
     }
     evaluations = pa.Table.from_arrays(
         [(eval_columns[f.name] if f.name in eval_columns else flat.field(f.name)).cast(f.type) for f in eval_schema],
@@ -156,6 +159,25 @@ def load_call_set(path: Path, cases: Mapping[str, str]) -> CallSet:
     )
     providers = sorted(p for p in pc.unique(raw["provider"]).to_pylist() if p is not None)
     return CallSet(case_runs, evaluations, [0, *offsets], providers)
+
+
+_READ_FROM = ("verdict", "score", "scale_min", "scale_max")
+
+
+def _readings(flat: "pa.StructArray") -> "dict[str, pa.Array]":
+    """``met`` and ``value`` of every evaluation by :func:`vendor_reading` (no pass score in a call set),
+    computed once per distinct (verdict, score, scale_min, scale_max) and joined back in row order."""
+    import polars as pl
+    import pyarrow as pa
+
+    rows = pl.from_arrow(pa.Table.from_arrays([flat.field(n) for n in _READ_FROM], names=list(_READ_FROM)))
+    assert isinstance(rows, pl.DataFrame)
+    rows = rows.with_columns(pl.col("score", "scale_min", "scale_max").cast(pl.Float64))
+    distinct = rows.unique()
+    met, value = zip(*(vendor_reading(*r) for r in distinct.iter_rows())) if distinct.height else ((), ())
+    distinct = distinct.with_columns(met=pl.Series(met, dtype=pl.Boolean), value=pl.Series(value, dtype=pl.Float64))
+    read = rows.join(distinct, on=list(_READ_FROM), how="left", nulls_equal=True, maintain_order="left")
+    return {"met": read["met"].to_arrow(), "value": read["value"].to_arrow()}
 
 
 def _refuse(path: Path, cases: Mapping[str, str], fallback: str) -> NoReturn:

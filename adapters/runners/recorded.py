@@ -3,7 +3,8 @@
 The run target is ``{"call_set": {"path": "<absolute path>", "sha256": "<hex of its bytes>"}}``; the
 file format is defined in :mod:`assay.core.callset`. Nothing is executed: each line becomes one case run
 (``source_ref`` = its ``call_id``) and its evaluations become runner evaluations, kept on the vendor's
-own scale. The runner never maps them onto our assertions and never decides pass or fail.
+own scale and read as met + value by the one vendor mapping. The runner never maps them onto our
+assertions and never decides pass or fail.
 
 The file must still be the one that was loaded (its sha256 is checked), and it is validated whole
 before the first report, so a bad line means nothing is reported at all.
@@ -116,10 +117,10 @@ class RecordedRunner(Runner):
         return "call_set", {"call_set": {"path": str(path), "sha256": file_sha256(path)}}
 
 
-_EXAMPLE_TURNS = (
-    ("agent", "Thanks for calling, how can I help?", 0.0),
-    ("caller", "My water heater is leaking. I'm at 60614.", 2.5),
-    ("agent", "Let me check that ZIP code for you.", 6.0),
+_EXAMPLE_TURNS = (  # role, text, t, end_t
+    ("agent", "Thanks for calling, how can I help?", 0.0, 2.1),
+    ("caller", "My water heater is leaking. I'm at 60614.", 2.5, 5.2),
+    ("agent", "Let me check that ZIP code for you.", 6.0, 7.9),
 )
 
 
@@ -128,7 +129,7 @@ def _example_call(call_id: str, case_key: str, i: int) -> dict[str, Any]:
     return {
         "call_id": call_id, "case": case_key, "started_at": f"2026-11-20T15:{i % 60:02d}:05Z",
         "duration_ms": 61_000 + i, "cost_usd": 0.12,
-        "transcript": [{"role": role, "text": text, "t": t} for role, text, t in _EXAMPLE_TURNS],
+        "transcript": [{"role": role, "text": text, "t": t, "end_t": end} for role, text, t, end in _EXAMPLE_TURNS],
         "tool_calls": [tool],
         "evaluations": [{"name": "greets_caller", "evaluator": "example:guardrail", "verdict": "pass"}],
         "provider": "example", "provider_ref": f"ex-{call_id}",

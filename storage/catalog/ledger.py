@@ -8,6 +8,14 @@ request id (a repeat is a no-op) and names the files in the lake's manifest.
 
 A report into a finalised run is dropped loudly: logged, counted, and kept in ``rejected_reports``
 with its whole payload.
+
+An asynchronous run (a vendor that answers hours later) waits at the vendor as ``running`` with a
+``provider_ref`` and **no lease**: :meth:`CatalogLedger.submitted` stores the reference and gives the
+lease back in one compare-and-set. Nobody of ours holds it while the vendor works, so the reaper never
+finds it lease-expired; only its deadline ends it (the reaper, or :meth:`CatalogLedger.time_out`). A
+collector claims it for one poll, renews while it works, and either reports and releases it or hands it
+back (:meth:`CatalogLedger.hand_back`). A collector that dies holding it leaves a lapsed lease that the
+next collector takes over; the reaper leaves such a run to its deadline.
 """
 
 from __future__ import annotations
@@ -57,6 +65,11 @@ _RELEASE = _RELEASABLE.values(lease_owner=None, lease_expires_at=None, status="r
 _RELEASE_WITH_ERROR = _RELEASABLE.values(
     lease_owner=None, lease_expires_at=None, status="error", status_reason=sa.bindparam("b_reason"), finalised_at=_NOW
 )
+_AWAIT = dict(lease_owner=None, lease_expires_at=None, status="running", status_reason=sa.bindparam("b_reason"))
+_SUBMITTED = runs.update().where(*_HOLDING).values(
+    **_AWAIT, provider=sa.bindparam("b_provider"), provider_ref=sa.bindparam("b_ref")
+)
+_HAND_BACK = runs.update().where(*_HOLDING, runs.c.provider_ref.is_not(None)).values(**_AWAIT)
 
 
 def _now() -> datetime:
@@ -103,6 +116,36 @@ class CatalogLedger:
         with self.engine.begin() as conn:
             if conn.execute(stmt, params).rowcount != 1:
                 raise self._why_not(conn, lease.run_id, lease.owner, now)
+
+    # -- asynchronous runs: waiting at the vendor with no lease ------------------------------------
+    def submitted(self, lease: Lease, provider_ref: str, *, provider: str) -> None:
+        """The vendor has the run: keep its reference and give the lease back; the run stays open, waiting."""
+        self._await(_SUBMITTED, lease, b_ref=provider_ref, b_provider=provider,
+                    b_reason=f"submitted to {provider}; waiting for its results")
+
+    def hand_back(self, lease: Lease, reason: str = "the vendor is still working") -> None:
+        """Give back the lease of a submitted run the vendor has not finished; it goes on waiting."""
+        self._await(_HAND_BACK, lease, b_reason=reason)
+
+    def _await(self, stmt: sa.Update, lease: Lease, **params: str) -> None:
+        now = self.clock()
+        with self.engine.begin() as conn:
+            if conn.execute(stmt, {"b_run": lease.run_id, "b_owner": lease.owner, "b_now": now, **params}).rowcount != 1:
+                raise self._why_not(conn, lease.run_id, lease.owner, now)
+
+    def time_out(self, run_id: str) -> bool:
+        """Resolve one open run whose deadline has passed to ``timed_out`` (what the reaper does for all);
+        False if it was not open or its deadline had not passed."""
+        now = self.clock()
+        stmt = runs.update().where(
+            runs.c.run_id == run_id, runs.c.finalised_at.is_(None), runs.c.deadline_at <= now
+        ).values(status="timed_out", status_reason="deadline_passed", finalised_at=now, lease_owner=None,
+                 lease_expires_at=None)
+        with self.engine.begin() as conn:
+            done = conn.execute(stmt).rowcount == 1
+        if done:
+            log.warning("run %s timed out: deadline passed", run_id)
+        return done
 
     def finalise(
         self,
@@ -230,7 +273,9 @@ class CatalogLedger:
         open_ = runs.c.finalised_at.is_(None)
         reasons = {
             "deadline_passed": sa.and_(open_, runs.c.deadline_at.is_not(None), runs.c.deadline_at <= now),
-            "lease_expired": sa.and_(open_, runs.c.lease_expires_at.is_not(None), runs.c.lease_expires_at < now),
+            # a submitted run whose collector died goes on waiting: the next collector takes it over
+            "lease_expired": sa.and_(open_, runs.c.lease_expires_at.is_not(None), runs.c.lease_expires_at < now,
+                                     runs.c.provider_ref.is_(None)),
         }
         out: dict[str, list[str]] = {}
         with self.engine.begin() as conn:

@@ -49,6 +49,11 @@ class RunRow:
     def to_dict(self) -> dict[str, Any]:
         return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.__dict__.items()}
 
+    @property
+    def awaiting_vendor(self) -> bool:
+        """Submitted to an asynchronous runner's vendor and waiting for its results (no lease held)."""
+        return self.status == "running" and self.lease_owner is None and self.provider_ref is not None
+
 
 def _now() -> datetime:
     return datetime.now(UTC)
@@ -272,3 +277,38 @@ def job_for_run(engine: sa.Engine, run_id: str) -> RunJob:
         deadline_at=run.deadline_at,
         assertions=assertions,
     )
+
+
+def outstanding_runs(engine: sa.Engine, now: datetime) -> list[RunRow]:
+    """Asynchronous runs still open, oldest first: waiting at the vendor (a provider reference and no live
+    lease: nobody holds it, or its collector's lease lapsed), or collected and released but not yet final."""
+    r = t.runs
+    free = sa.or_(r.c.lease_owner.is_(None), r.c.lease_expires_at < now)
+    q = _select_runs().where(
+        r.c.finalised_at.is_(None), r.c.provider_ref.is_not(None),
+        sa.or_(r.c.status == "released", sa.and_(r.c.status == "running", free)),
+    ).order_by(r.c.created_at, r.c.run_id)
+    with engine.connect() as conn:
+        return [RunRow(**row) for row in conn.execute(q).mappings()]
+
+
+def record_vendor_mappings(engine: sa.Engine, run_id: str, runner: str, mapping: dict[str, tuple[str, str | None]]) -> int:
+    """Keep how a run's assertions were sent into a vendor's own slots (assertion id -> vendor id, name then)."""
+    if not mapping:
+        return 0
+    vm = t.vendor_mappings
+    with engine.begin() as conn:
+        known = set(conn.execute(sa.select(vm.c.assertion_id).where(vm.c.run_id == run_id)).scalars())
+        rows = [{"run_id": run_id, "assertion_id": aid, "runner": runner, "vendor_ref": ref, "vendor_name": name,
+                 "created_at": _now()} for aid, (ref, name) in sorted(mapping.items()) if aid not in known]
+        if rows:
+            conn.execute(vm.insert(), rows)
+    return len(rows)
+
+
+def vendor_mappings(engine: sa.Engine, run_id: str) -> dict[str, tuple[str, str | None]]:
+    """A run's assertions as sent to a vendor: assertion id -> (vendor id, its name then)."""
+    vm = t.vendor_mappings
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(vm.c.assertion_id, vm.c.vendor_ref, vm.c.vendor_name).where(vm.c.run_id == run_id))
+        return {r.assertion_id: (r.vendor_ref, r.vendor_name) for r in rows}

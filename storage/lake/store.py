@@ -205,6 +205,10 @@ class Lake:
         if added:
             dtypes = pl.from_arrow(pa.schema([(n, typ) for n, (_, typ) in added.items()]).empty_table()).schema  # type: ignore[union-attr]
             lf = lf.with_columns(pl.lit(value, dtypes[name]).alias(name) for name, (value, _) in added.items())
+        widened = t.widened_since(version)  # struct fields added since: cast, so they read null
+        if widened:
+            types = pl.from_arrow(pa.schema(list(widened.items())).empty_table()).schema  # type: ignore[union-attr]
+            lf = lf.with_columns(pl.col(name).cast(types[name]) for name in widened)
         return lf.select(t.read_schema.names)
 
     def footer(self, path: str) -> pa.Schema:

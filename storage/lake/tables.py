@@ -34,6 +34,10 @@ class OlderVersion:
     added: Mapping[str, Any]
     """Columns added since this version, with the value every row of such a file reads as."""
 
+    # A column of both versions whose type differs is *widened*: the current type is the older one with
+    # struct fields added (checked by :func:`lake_table`), and readers cast it, so the added fields read
+    # null (``CAST`` in DuckDB and ``.cast`` in Polars both match struct fields by name).
+
 
 @dataclass(frozen=True)
 class LakeTable:
@@ -69,6 +73,13 @@ class LakeTable:
         if version == self.version:
             return {}
         return {name: (value, self.arrow_schema.field(name).type) for name, value in self._older(version).added.items()}
+
+    def widened_since(self, version: int) -> dict[str, pa.DataType]:
+        """Columns a file of ``version`` holds with fewer struct fields, each with the type it reads as."""
+        if version == self.version:
+            return {}
+        old = self._older(version).arrow_schema
+        return {f.name: f.type for f in self.arrow_schema if f.name in old.names and old.field(f.name).type != f.type}
 
     def _older(self, version: int) -> OlderVersion:
         return next(o for o in self.older if o.version == version)
@@ -138,6 +149,10 @@ def lake_table(
     for old in older:
         if set(old.arrow_schema.names) | set(old.added) != set(arrow_schema.names):
             raise ValueError(f"lake table {name!r} v{old.version}: its columns plus `added` must be v{version}'s columns")
+        for f in old.arrow_schema:
+            if f.type != arrow_schema.field(f.name).type and not _widens(f.type, arrow_schema.field(f.name).type):
+                raise ValueError(f"lake table {name!r} v{old.version}: column {f.name!r} is {f.type}, which does not "
+                                 f"read as v{version}'s {arrow_schema.field(f.name).type} by adding struct fields")
     return LakeTable(name, version, arrow_schema, tuple(natural_key), schema, first_by, tuple(older), tuple(sort_by))
 
 
@@ -228,36 +243,62 @@ def _compatible(got: pa.DataType, want: pa.DataType) -> bool:
     return got == want
 
 
+def _widens(old: pa.DataType, new: pa.DataType) -> bool:
+    """Whether ``new`` is ``old`` with struct fields added (at any depth), so ``old`` casts to it by name."""
+    if pa.types.is_list(old) and pa.types.is_list(new):
+        return _widens(old.value_type, new.value_type)
+    if pa.types.is_struct(old) and pa.types.is_struct(new):
+        names = [new.field(i).name for i in range(new.num_fields)]
+        return all(
+            old.field(i).name in names and _widens(old.field(i).type, new.field(old.field(i).name).type)
+            for i in range(old.num_fields)
+        )
+    return old == new
+
+
 def _str(name: str) -> pa.Field:
     return pa.field(name, pa.string(), nullable=False)
 
 
 _REPORTED_AT = pa.field("reported_at", pa.timestamp("us", tz="UTC"), nullable=False)
 
+_CASE_RUN_FIELDS = pa.schema(
+    [
+        *map(_str, ["case_run_id", "run_id", "suite_id", "case_key", "runner", "request_id"]),
+        *map(_str, ["case_snapshot", "case_snapshot_hash"]),
+        _REPORTED_AT,
+        *case_run_schema(),
+    ]
+)
+_V1_TURN = pa.struct([("role", pa.string()), ("text", pa.string()), ("t", pa.float64())])
+
 CASE_RUNS = lake_table(
     "case_runs",
-    1,
-    pa.schema(
-        [
-            *map(_str, ["case_run_id", "run_id", "suite_id", "case_key", "runner", "request_id"]),
-            *map(_str, ["case_snapshot", "case_snapshot_hash"]),
-            _REPORTED_AT,
-            *case_run_schema(),
-        ]
-    ),
+    2,
+    _CASE_RUN_FIELDS,
     natural_key=["case_run_id"],
     checks={"status": [isin(CASE_RUN_STATUSES)], "transcript": [list_field_isin("role", TURN_ROLES)]},
+    # v1's turns had no end_t: they read it null (the transcript column is widened on read).
+    older=[OlderVersion(1, _CASE_RUN_FIELDS.set(_CASE_RUN_FIELDS.get_field_index("transcript"),
+                                                pa.field("transcript", pa.list_(_V1_TURN))), {})],
+)
+
+_EVALUATION_FIELDS = pa.schema(
+    [*map(_str, ["evaluation_id", "case_run_id", "run_id", "request_id"]), _REPORTED_AT, *evaluation_schema()]
 )
 
 RUNNER_EVALUATIONS = lake_table(
     "runner_evaluations",
-    1,
-    pa.schema(
-        [*map(_str, ["evaluation_id", "case_run_id", "run_id", "request_id"]), _REPORTED_AT, *evaluation_schema()]
-    ),
+    2,
+    _EVALUATION_FIELDS,
     natural_key=["evaluation_id"],
     checks={"verdict": [isin(VERDICTS)]},
     frame_checks=[score_on_scale()],
+    # v1 had no met/value. They read null rather than derived: the vendor's pass score was not kept, so met
+    # cannot be recovered for a score without a verdict, and the storage layer does not know the vendor
+    # mapping. Judging never reads them: vendor.evaluation maps verdict, score and scale itself.
+    older=[OlderVersion(1, pa.schema([f for f in _EVALUATION_FIELDS if f.name not in ("met", "value")]),
+                        {"met": None, "value": None})],
 )
 
 _JUDGED_AT = pa.field("judged_at", pa.timestamp("us", tz="UTC"), nullable=False)
@@ -294,19 +335,32 @@ _RESULT_FIELDS = [
     _JUDGED_AT,
 ]
 
+_EVALUATOR_VERSION = pa.field("evaluator_version", pa.int32(), nullable=False)
+_JUDGE_SPEND = [pa.field("judge_tokens_in", pa.int32()), pa.field("judge_tokens_out", pa.int32()),
+                pa.field("judge_cost_usd", pa.float64())]
+
 ASSERTION_RESULTS = lake_table(
     "assertion_results",
-    2,
-    pa.schema([*_RESULT_FIELDS, pa.field("evaluator_version", pa.int32(), nullable=False)]),
+    3,
+    pa.schema([*_RESULT_FIELDS, _EVALUATOR_VERSION, *_JUDGE_SPEND]),
     natural_key=["result_id"],
     first_by="judged_at",
     sort_by=["run_id", "case_run_id", "assertion_key"],
-    # v1 had no evaluator_version: every evaluator of that build was at version 1.
-    older=[OlderVersion(1, pa.schema(_RESULT_FIELDS), {"evaluator_version": 1})],
+    older=[
+        # v1 had no evaluator_version: every evaluator of that build was at version 1.
+        OlderVersion(1, pa.schema(_RESULT_FIELDS), {"evaluator_version": 1, **{f.name: None for f in _JUDGE_SPEND}}),
+        # v2 had no judge spend: no build before v3 called a judge.
+        OlderVersion(2, pa.schema([*_RESULT_FIELDS, _EVALUATOR_VERSION]), {f.name: None for f in _JUDGE_SPEND}),
+    ],
 )
 """The atom: one row per (outcome, assertion version); ``result_id`` is derived from that pair.
 ``evaluator_version`` is the version of the mechanism's evaluator that produced (or first produced, when
-carried forward) the result: a fixed evaluator bumps it, and re-judging then re-evaluates its results."""
+carried forward) the result: a fixed evaluator bumps it, and re-judging then re-evaluates its results.
+``judge_tokens_in``, ``judge_tokens_out`` and ``judge_cost_usd`` are what our judge spent to reach a
+rubric result (cost null when no price is configured; all null for other mechanisms and when no
+request was answered). They belong to the judgement: a result carried forward or served from the judge
+cache keeps the figures of the request that produced it, so summing them over outcomes counts a
+judgement once per outcome that holds it; what a judging pass actually sent it reports itself."""
 
 def _int(name: str) -> pa.Field:
     return pa.field(name, pa.int64(), nullable=False)

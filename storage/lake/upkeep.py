@@ -131,6 +131,8 @@ def _deduplicated(lake: Lake, table: str, paths: list[str]) -> tuple[list[LakeFi
         frame = pl.from_arrow(pq.read_table(source))
         for name, (value, _) in t.added_since(version).items():
             frame = frame.with_columns(pl.lit(value).cast(pl.from_arrow(t.arrow_schema.empty_table())[name].dtype).alias(name))
+        for name in t.widened_since(version):  # struct fields added since: read null
+            frame = frame.with_columns(pl.col(name).cast(pl.from_arrow(t.arrow_schema.empty_table())[name].dtype))
         frames.append(frame.select(t.arrow_schema.names).with_columns(
             _file=pl.lit(rel), _team=pl.lit(match["team"]), _date=pl.lit(match["date"]), _version=pl.lit(version)))
     rows = pl.concat(frames)

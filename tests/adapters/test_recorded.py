@@ -32,7 +32,7 @@ def call(call_id: str, case: str = "water-heater", **fields: Any) -> dict[str, A
         "cost_usd": 0.231,
         "transcript": [
             {"role": "agent", "text": "Northside Heating, this is Sam.", "t": 0.0},
-            {"role": "caller", "text": "My water heater is leaking. I'm at 60827.", "t": 2.1},
+            {"role": "caller", "text": "My water heater is leaking. I'm at 60827.", "t": 2.1, "end_t": 4.4},
             {"role": "agent", "text": "I'm sorry, 60827 is outside our service area.", "t": 9.5},
         ],
         "tool_calls": [
@@ -94,7 +94,8 @@ def test_each_call_becomes_a_case_run_with_its_evidence(tmp_path: Path) -> None:
         ("c3", "cid-billing", "executed"), ("c4", "cid-water-heater", "executed"),
     ]
     first = runs[0]
-    assert [(t["role"], t["t"]) for t in first["transcript"]] == [("agent", 0.0), ("caller", 2.1), ("agent", 9.5)]
+    assert [(t["role"], t["t"], t["end_t"]) for t in first["transcript"]] == [
+        ("agent", 0.0, None), ("caller", 2.1, 4.4), ("agent", 9.5, None)]
     assert first["transcript"][2]["text"] == "I'm sorry, 60827 is outside our service area."
     [tool] = first["tool_calls"]
     assert (tool["name"], tool["is_error"], tool["t"]) == ("check_service_area", False, 6.2)
@@ -107,11 +108,34 @@ def test_each_call_becomes_a_case_run_with_its_evidence(tmp_path: Path) -> None:
     assert evals[:2] == [
         {"case_id": "cid-water-heater", "source_ref": "c1", "name": "handles_out_of_area",
          "evaluator": "hamming:guardrail", "verdict": "pass", "score": None, "scale_min": None, "scale_max": None,
-         "rationale": "Told the caller plainly.", "raw": None},
+         "rationale": "Told the caller plainly.", "raw": None, "met": True, "value": 1.0},
         {"case_id": "cid-water-heater", "source_ref": "c1", "name": "overall_quality", "evaluator": "hamming:score",
-         "verdict": None, "score": 87.0, "scale_min": 0.0, "scale_max": 100.0, "rationale": None, "raw": None},
+         "verdict": None, "score": 87.0, "scale_min": 0.0, "scale_max": 100.0, "rationale": None, "raw": None,
+         "met": None, "value": 0.87},
     ]
     assert report.meta["sha256"] and report.meta["providers"] == ["hamming"]
+
+
+READINGS = [  # (verdict, score, scale_min, scale_max) -> the evaluation's met and value
+    (("pass", None, None, None), (True, 1.0)),
+    (("fail", None, None, None), (False, 0.0)),
+    (("error", None, None, None), (None, None)),
+    (("unknown", 40, 0, 100), (None, 0.4)),
+    (("fail", 3, 1, 5), (False, 0.5)),
+    ((None, 7, None, None), (None, None)),  # a score without a scale has no value on ours
+    ((None, 5, 5, 5), (None, None)),  # nor on an empty scale
+    ((None, None, None, None), (None, None)),
+]
+
+
+def test_evaluations_are_read_as_met_and_value_by_the_vendor_mapping(tmp_path: Path) -> None:
+    evaluations = [dict(name=f"e{i}", evaluator="v:x", **dict(zip(("verdict", "score", "scale_min", "scale_max"), given)))
+                   for i, (given, _) in enumerate(READINGS)]
+    lines = [call("c1", evaluations=evaluations), call("c2", evaluations=evaluations[::-1]), call("c3", evaluations=[])]
+    _, evals = rows(replay(job_for(*write(tmp_path, lines))))
+    by_name = [(e["source_ref"], e["name"], e["met"], e["value"]) for e in evals]
+    want = [("c1", f"e{i}", *read) for i, (_, read) in enumerate(READINGS)]
+    assert by_name == want + [("c2", n, m, v) for _, n, m, v in want[::-1]]  # file order kept
 
 
 def test_optional_fields_may_be_omitted_or_null(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from kit import RUNNERS, Contract, claim_once, declared_gaps, die_after_first_re
 from assay.core.errors import LeaseError
 from assay.core.mechanisms import FAMILY_EVIDENCE, MECHANISMS, family
 from assay.core.plugins import runner_class
-from assay.core.runner import TARGET_KINDS, Lease, drive
+from assay.core.runner import TARGET_KINDS, Lease, RunContext, drive, teardown_scratch
 from assay.storage.catalog.runs import create_run, get_run, run_details
 from assay.storage.lake import Lake
 
@@ -61,8 +61,22 @@ def _drive(c: Contract, ttl: float = 60) -> None:
     drive(c.runner, c.ledger, c.job, owner="kit", ttl_seconds=ttl)
 
 
+def _scratch_rows(c: Contract) -> list:
+    from assay.storage.catalog import tables as t
+
+    with c.ledger.engine.connect() as conn:
+        return list(conn.execute(sa.select(t.scratch_objects).where(t.scratch_objects.c.run_id == c.run_id)))
+
+
 def _reports(c: Contract) -> list:
-    return list(c.runner.execute(c.job, lambda: None))
+    """Every report the runner makes for the contract's job, without the ledger's lease (and its scratch
+    objects torn down afterwards, so the fakes are left as they were found)."""
+    scratch = c.ledger.scratch
+    ctx = RunContext(lambda: None, run_id=c.run_id, runner=c.runner.name, scratch=scratch)
+    try:
+        return list(c.runner.execute(c.job, ctx))
+    finally:
+        teardown_scratch(c.runner, scratch, scratch.outstanding(c.run_id))
 
 
 def test_the_built_in_runners_are_installed() -> None:
@@ -155,7 +169,7 @@ def test_declared_mechanisms_are_honest(contract: Contract) -> None:
 
 @per_runner
 def test_a_runner_that_dies_mid_run_times_out(
-    contract: Contract, catalog_url: str, lake: Lake, tmp_path: Path
+    contract: Contract, catalog_url: str, lake: Lake, tmp_path: Path, fake_vendors: dict
 ) -> None:
     ctx = mp.get_context("spawn")
     proc = ctx.Process(
@@ -172,6 +186,14 @@ def test_a_runner_that_dies_mid_run_times_out(
     assert contract.ledger.reap()["lease_expired"] == [contract.run_id]
     run = get_run(contract.ledger.engine, contract.run_id)
     assert (run.status, run.status_reason) == ("timed_out", "lease_expired")
+    # Whatever the dead process created at a vendor is found and deleted by the reaper's sweep.
+    scratch = contract.ledger.scratch
+    left = scratch.abandoned()
+    teardown_scratch(contract.runner, scratch, [o for o in left if o.run_id == contract.run_id])
+    assert scratch.outstanding(contract.run_id) == []
+    created = _scratch_rows(contract)
+    held = {i for fake in fake_vendors.values() for ids in fake.live_objects().values() for i in ids}
+    assert not {r.vendor_id for r in created if r.vendor_id} & held, "a dead run's vendor objects are still there"
 
 
 @pytest.mark.slow

@@ -349,15 +349,55 @@ VENDOR_SPELLINGS = [
 @pytest.mark.parametrize("key", VENDOR_SPELLINGS)
 def test_every_vendor_mechanism_is_refused_in_a_situation(tmp_path: Path, key: str) -> None:
     doc = base()
-    case(doc, 1)["situation"]["world"] = {"home": {key: "x"}}
+    case(doc, 1)["situation"][key] = "x"
     error = problems_of(tmp_path, doc)
     assert error.problems == [
         (
-            f"teams[0].cases[1].situation.world.home.{key}",
+            f"teams[0].cases[1].situation.{key}",
             f"{key!r} is a vendor mechanism; a case names a situation, never how it runs — remove it "
             "(the runner is chosen at run time: assay run --runner)",
         )
     ]
+
+
+@pytest.mark.parametrize("where", ["case", "suite", "target"])
+@pytest.mark.parametrize("key", ["platform", "squadId", "assistant_id", "vapi_config", "phone_number", "model"])
+def test_the_definitions_structure_refuses_vendor_keys(tmp_path: Path, where: str, key: str) -> None:
+    doc = base()
+    owner = {"case": case(doc), "suite": suite(doc), "target": suite(doc)["target"]}[where]
+    owner[key] = "x"
+    at = {"case": "teams[0].cases[0]", "suite": "teams[0].suites[0]", "target": "teams[0].suites[0].target"}[where]
+    assert [where for where, _ in problems_of(tmp_path, doc).problems] == [f"{at}.{key}"]
+
+
+FACTS = {  # ordinary words that name facts of the situation's world, not how a test runs
+    "panel": {"model": "Carrier 59TP6", "serial": "X123"},
+    "phone_number": "+1 312 555 0142",
+    "caller_phone_numbers": ["+1 773 555 0110"],
+    "insurance": {"provider": "Acme Mutual", "platform": "web portal"},
+    "technicians": [{"name": "Ray", "agent_id": "T-7", "voice": "hoarse"}],
+    "llm": "the caller mentions a chatbot", "vendor": "Rheem",
+}
+
+
+def test_the_worlds_facts_are_not_policed(tmp_path: Path) -> None:
+    doc = base()
+    case(doc)["situation"]["world"] = FACTS
+    loaded = read_bundle(write(tmp_path, doc))
+    assert loaded.teams[0].cases[0].situation.world == FACTS
+
+
+@pytest.mark.parametrize("key", ["assistantId", "squad_id", "assistantOverrides", "variableValues",
+                                 "simulation_specification", "testConfigurations", "vapi_config", "elevenLabsAgent",
+                                 "hamming"])
+def test_a_vendors_request_fields_and_names_are_refused_even_among_the_facts(tmp_path: Path, key: str) -> None:
+    doc = base()
+    case(doc)["situation"]["world"] = {"panel": {"model": "X", "parts": [{key: "x"}]}}
+    assert problems_of(tmp_path, doc).problems == [(
+        f"teams[0].cases[0].situation.world.panel.parts[0].{key}",
+        f"{key!r} is a vendor mechanism; the world holds the situation's facts, never how it runs — remove it "
+        "(the runner is chosen at run time: assay run --runner)",
+    )]
 
 
 def test_a_vendor_key_is_reported_once_not_also_as_an_unknown_field(tmp_path: Path) -> None:

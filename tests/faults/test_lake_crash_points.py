@@ -39,7 +39,7 @@ from assay.transforms.verdicts import latest
 
 CHILD = r"""
 import sys
-from assay.flows import judging, operations as ops
+from assay.flows import judging, operations as ops, rescoring
 from assay.flows.workspace import open_workspace
 
 ws = open_workspace()
@@ -53,7 +53,7 @@ elif action == "rejudge":
         runs = list(conn.execute(__import__("sqlalchemy").text("select run_id from runs")).scalars())
     judging.judge_runs(ws, runs, trigger="rejudge", force=True)
 elif action == "rescore":
-    judging.rescore(ws, suite, "nightly_sweep", materialise=True)
+    rescoring.rescore(ws, suite, "nightly_sweep", materialise=True)
 elif action == "vacuum":
     from datetime import UTC, datetime, timedelta
     from assay.storage.lake.upkeep import vacuum

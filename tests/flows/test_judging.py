@@ -14,7 +14,7 @@ import yaml
 
 from assay.core.errors import CriteriaError
 from assay.core.plugins import registered
-from assay.flows import judging
+from assay.flows import judging, rescoring
 from assay.flows import operations as ops
 from assay.flows.demo import DEMO, SUITES, write_revised_bundle
 from assay.flows.planning import plan
@@ -183,14 +183,14 @@ def test_rescore_is_a_query_that_calls_neither_runner_nor_judge(
     monkeypatch.setattr(judging, "evaluate", no_judge)
     ops.load(ws, str(write_revised_bundle(tmp_path / "revised.yaml")))
     files = {table: ws.lake.files(table) for table in ("outcomes", "assertion_results", "verdicts")}
-    result = judging.rescore(ws, SUITES[0], "nightly_sweep")
+    result = rescoring.rescore(ws, SUITES[0], "nightly_sweep")
     assert result["criteria"] == "v2"
     [row] = result["runs"]
     assert (row["stamped"], row["verdict"], row["stamped_version"]) == ("pass", "fail", 1)
     assert "0.80 < 0.90" in row["reason"]
     assert [f["run_id"] for f in result["flips"]] == [demo_runs[0]]
     assert {table: ws.lake.files(table) for table in files} == files  # wrote nothing
-    judging.rescore(ws, SUITES[0], "nightly_sweep", materialise=True)
+    rescoring.rescore(ws, SUITES[0], "nightly_sweep", materialise=True)
     stored = ws.lake.read("verdicts")
     assert stored.select("run_id", "consumer_key", "criteria", "verdict").rows() == [
         (demo_runs[0], "nightly_sweep", "v2", "fail")
@@ -201,7 +201,7 @@ def test_rescore_with_a_candidate_spec_that_does_not_resolve_is_refused(ws, demo
     from assay.core.criteria import CriteriaSpec
 
     with pytest.raises(CriteriaError, match="no_such_key"):
-        judging.rescore(ws, SUITES[0], "blueprint_ci", spec=CriteriaSpec(required=["no_such_key"]))
+        rescoring.rescore(ws, SUITES[0], "blueprint_ci", spec=CriteriaSpec(required=["no_such_key"]))
 
 
 def test_plan_says_which_tier_each_suite_and_consumer_needs(ws, demo_runs, tmp_path: Path) -> None:

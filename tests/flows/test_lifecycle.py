@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 import sqlalchemy as sa
 
-from assay.flows import judging
+from assay.flows import judging, rescoring
 from assay.flows import operations as ops
 from assay.flows.demo import DEMO, SUITES, write_revised_bundle
 from assay.flows.workspace import open_workspace
@@ -67,9 +67,9 @@ def test_run_judge_rejudge_rescore_compact_vacuum(ws, tmp_path: Path) -> None:
     now = {(v["run_id"], v["consumer"]): v["verdict"] for v in judging.verdicts_for(ws, runs)}
     assert now[(runs[0], "blueprint_ci")] == "fail"  # the reworded assertion fails on re-judge
 
-    rescored = judging.rescore(ws, SUITES[0], "nightly_sweep", materialise=True)
+    rescored = rescoring.rescore(ws, SUITES[0], "nightly_sweep", materialise=True)
     assert len(ws.lake.read("verdicts")) == len(rescored["runs"]) == 1
-    judging.rescore(ws, SUITES[0], "nightly_sweep", materialise=True)  # again: nothing new is written
+    rescoring.rescore(ws, SUITES[0], "nightly_sweep", materialise=True)  # again: nothing new is written
     assert len(ws.lake.read("verdicts")) == 1
 
     before = snapshot(ws)
@@ -87,6 +87,6 @@ def test_run_judge_rejudge_rescore_compact_vacuum(ws, tmp_path: Path) -> None:
     assert gone["retired"] == retired
     assert snapshot(ws) == before
     assert {(v["run_id"], v["consumer"]): v["verdict"] for v in judging.verdicts_for(ws, runs)} == now
-    again = judging.rescore(ws, SUITES[0], "nightly_sweep")
+    again = rescoring.rescore(ws, SUITES[0], "nightly_sweep")
     assert [r["verdict"] for r in again["runs"]] == [r["verdict"] for r in rescored["runs"]]
     assert pl.DataFrame(again["runs"]).height == 1

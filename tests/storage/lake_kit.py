@@ -39,7 +39,7 @@ def case_runs(n: int = 3, *, prefix: str = "cr", run_id: str = "run-1", reported
             case_id=f"case-{i}",
             status="error" if i % 3 == 2 else "executed",
             error="vendor timeout" if i % 3 == 2 else None,
-            transcript=[Turn(role="caller", text=f"hello {i}", t=0.0), Turn(role="agent", text="hi ✓", t=1.5)],
+            transcript=[Turn(role="caller", text=f"hello {i}", t=0.0, end_t=1.2), Turn(role="agent", text="hi ✓", t=1.5)],
             tool_calls=[ToolCall(name="lookup", arguments={"q": i}, result={"ok": True}, t=1.0)],
             cost_usd=0.01 * i,
             duration_ms=1000.0 + i,
@@ -83,6 +83,8 @@ def evaluations(n: int = 2, *, score: float = 0.5) -> pl.DataFrame:
             "scale_max": 1.0,
             "rationale": None,
             "raw": '{"label": "good"}',
+            "met": True,
+            "value": score,
         },
         schema_overrides={"rationale": pl.String},
     )
@@ -95,14 +97,17 @@ def plant(
     *,
     team: str = "team-a",
     date: str = "2024-05-06",
-    version: bytes | None = b"1",
+    version: bytes | None = b"current",
     name: str | None = None,
 ) -> str:
     """Write ``rows`` as ``<table>/team_id=<team>/date=<date>/part-<hex>.parquet`` with PyArrow alone.
 
     The file carries ``assay.table`` and (unless ``version`` is None) ``assay.schema_version`` in its
-    metadata, as the lake's writers always did; no manifest row names it. Returns its relative path.
+    metadata, as the lake's writers always did (``b"current"``: the table's current version); no manifest
+    row names it. Returns its relative path.
     """
+    if version == b"current":
+        version = str(TABLES[table].version).encode()
     arrow = rows.to_arrow() if isinstance(rows, pl.DataFrame) else rows
     metadata = {b"assay.table": table.encode(), **({b"assay.schema_version": version} if version else {})}
     arrow = arrow.select(TABLES[table].arrow_schema.names).cast(TABLES[table].arrow_schema).replace_schema_metadata(metadata)
@@ -119,9 +124,11 @@ def file_rows(lake: Lake, relative: str) -> pa.Table:
         return pq.read_table(f)
 
 
-def list_file(lake: Lake, relative: str, *, version: int = 1, origin: str = "migration") -> LakeFile:
-    """Name a planted file in the manifest (in a transaction of its own), as a writer's commit would."""
+def list_file(lake: Lake, relative: str, *, version: int | None = None, origin: str = "migration") -> LakeFile:
+    """Name a planted file in the manifest (in a transaction of its own), as a writer's commit would;
+    ``version`` defaults to the table's current one."""
     table, team, date, _ = relative.split("/")
+    version = TABLES[table].version if version is None else version
     rows = file_rows(lake, relative)
     runs = tuple(sorted(set(rows.column("run_id").to_pylist()))) if "run_id" in rows.column_names else ()
     listed = LakeFile(table, relative, team.removeprefix("team_id="), date.removeprefix("date="), rows.num_rows,

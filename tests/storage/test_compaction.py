@@ -163,7 +163,7 @@ def test_compaction_keeps_every_row_and_leaves_one_file_per_partition(lake: Lake
     assert summary["rows"] == sum(r.rows for r in manifest_rows(lake, live_only=True) if r.origin == "compaction")
     compacted = [r for r in manifest_rows(lake, live_only=True) if r.origin == "compaction"]
     assert len(compacted) == len(crowded) and summary["bytes_out"] == sum(r.bytes for r in compacted)
-    assert {r.schema_version for r in compacted if r.table_name == "assertion_results"} == {2}  # v1 rows rewritten
+    assert {r.schema_version for r in compacted if r.table_name == "assertion_results"} == {3}  # v1 rows rewritten
     with connect(lake) as con:  # DuckDB over the manifest agrees too
         counted = con.sql("select count(*), count(distinct result_id) from assertion_results").fetchall()
     assert counted == [(before["assertion_results"].height,) * 2]

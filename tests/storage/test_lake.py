@@ -25,6 +25,9 @@ from assay.storage.lake import TABLES, FileFilter, Lake
 from assay.storage.lake.store import MARKER
 from assay.storage.query import connect
 
+CR = TABLES["case_runs"].version
+"""The schema version case_runs files are written at."""
+
 
 def test_write_then_scan_round_trips_every_column(lake: Lake) -> None:
     written = case_runs(3)
@@ -35,8 +38,8 @@ def test_write_then_scan_round_trips_every_column(lake: Lake) -> None:
     assert got.schema["date"] == pl.String and got.schema["reported_at"] == pl.Datetime("us", "UTC")
     assert got.drop("team_id", "date").equals(written.select(got.columns[:-2]))
     assert got["transcript"][0].to_list() == [
-        {"role": "caller", "text": "hello 0", "t": 0.0},
-        {"role": "agent", "text": "hi ✓", "t": 1.5},
+        {"role": "caller", "text": "hello 0", "t": 0.0, "end_t": 1.2},
+        {"role": "agent", "text": "hi ✓", "t": 1.5, "end_t": None},
     ]
     assert got["status"].to_list() == ["executed", "executed", "error"]
 
@@ -44,11 +47,11 @@ def test_write_then_scan_round_trips_every_column(lake: Lake) -> None:
 def test_files_land_in_the_hive_layout_with_version_metadata(lake: Lake) -> None:
     path = lake.write("case_runs", case_runs(2), team_id="team-a", date="2024-05-06", origin="report", ref="run-1:q1")
     assert re.fullmatch(re.escape(lake.root) + r"/case_runs/team_id=team-a/date=2024-05-06/part-[0-9a-f]{32}\.parquet", path)
-    assert lake.files("case_runs") == [(path, 1)]
+    assert lake.files("case_runs") == [(path, CR)]
     assert manifest_paths(lake.engine) == [path.removeprefix(lake.root + "/")]
     schema = pq.read_schema(path)
     assert "team_id" not in schema.names and "date" not in schema.names
-    assert schema.metadata[b"assay.table"] == b"case_runs" and schema.metadata[b"assay.schema_version"] == b"1"
+    assert schema.metadata[b"assay.table"] == b"case_runs" and schema.metadata[b"assay.schema_version"] == str(CR).encode()
     assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
     assert not os.listdir(os.path.join(lake.root, "_staging"))
 
@@ -138,7 +141,7 @@ def test_a_staged_file_is_invisible_until_committed_and_a_rolled_back_commit_nev
     with lake.engine.begin() as conn:
         lake.commit(conn, [staged], origin="report", ref="run-1:q1")
     assert seen(lake) == ["cr-0", "cr-1", "old-0"]
-    assert (lake.address(staged.path), 1) in lake.files("case_runs", FileFilter(runs=["run-1"]))
+    assert (lake.address(staged.path), CR) in lake.files("case_runs", FileFilter(runs=["run-1"]))
 
 
 def test_a_file_no_manifest_row_names_is_never_read(lake: Lake) -> None:
@@ -146,7 +149,7 @@ def test_a_file_no_manifest_row_names_is_never_read(lake: Lake) -> None:
     plant(lake, "case_runs", case_runs(3, prefix="crashed"))  # same partition, the right layout, a valid file
     plant(lake, "case_runs", case_runs(1, prefix="elsewhere"), team="team-b", date="2024-05-07")
     Path(lake.root, "case_runs", "team_id=team-a", "stray.parquet").write_bytes(b"PAR1")  # not even Parquet
-    assert lake.files("case_runs") == [(named, 1)]
+    assert lake.files("case_runs") == [(named, CR)]
     assert seen(lake) == ["cr-0", "cr-1"]
     assert lake.read("case_runs", run_id="run-1")["case_run_id"].sort().to_list() == ["cr-0", "cr-1"]
     assert lake.read("case_runs", FileFilter(teams=["team-b"])).height == 0
@@ -166,7 +169,7 @@ def test_a_torn_write_is_never_visible(lake: Lake, monkeypatch: pytest.MonkeyPat
     with pytest.raises(OSError, match="disk pulled"):
         lake.write("case_runs", case_runs(5, prefix="new"), team_id="team-a", date="2024-05-07", origin="report", ref="r:q2")
     monkeypatch.undo()
-    assert lake.files("case_runs") == [(first, 1)]
+    assert lake.files("case_runs") == [(first, CR)]
     assert not Path(lake.root, "case_runs", "team_id=team-a", "date=2024-05-07").exists()
     assert os.listdir(Path(lake.root, "_staging")) == []
     assert Lake(lake.url, lake.engine).scan("case_runs").collect().equals(before)
@@ -191,7 +194,7 @@ def test_readers_open_only_the_files_of_their_runs_teams_and_dates(lake: Lake) -
     ]
     assert len(lake.files("case_runs")) == 50
     for i in (0, 17, 49):
-        assert lake.files("case_runs", FileFilter(runs=[RUNS[i]])) == [(addresses[i], 1)]
+        assert lake.files("case_runs", FileFilter(runs=[RUNS[i]])) == [(addresses[i], CR)]
         got = lake.scan("case_runs", runs=[RUNS[i]]).collect()
         assert sorted(got["case_run_id"]) == [f"{RUNS[i]}-0", f"{RUNS[i]}-1"] and set(got["run_id"]) == {RUNS[i]}
         assert got.select("team_id", "date").unique().rows() == [(_team(i), _date(i))]
@@ -259,7 +262,10 @@ def test_a_listed_file_of_an_unknown_version_is_refused_naming_it(lake: Lake, ve
 # they stand for files already in users' lakes. A new version gets a new golden file next to them:
 # assertion_results.v2 is the v1 rows plus evaluator_version 1 and 2, written by Lake.write;
 # current_results.v1 is two rows (cu-0 met, cu-1 undetermined) of one run, written by Lake.write;
-# run_key_counts.v1 is two keys' counts of that run, written by Lake.write.
+# run_key_counts.v1 is two keys' counts of that run, written by Lake.write;
+# case_runs.v2 and runner_evaluations.v2 are case_runs(2) and evaluations(2) of lake_kit (turns with end_t,
+# evaluations with met and value), written by Lake.write;
+# assertion_results.v3 is the v2 rows with judge spend (ar-1: a rubric result, 120/30 tokens, $0.0012), by Lake.write.
 KNOWN = [(table, version) for table in sorted(TABLES) for version in TABLES[table].known_versions]
 
 
@@ -290,12 +296,17 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str, 
     elif table == "assertion_results":
         assert got["result_id"].to_list() == ["ar-0", "ar-1"] and got["met"].to_list() == [True, None]
         assert got["evaluator_version"].to_list() == ([1, 1] if version == 1 else [1, 2])
+        spend = got.select("judge_tokens_in", "judge_tokens_out", "judge_cost_usd").rows()
+        assert spend == ([(None, None, None)] * 2 if version < 3 else [(None, None, None), (120, 30, 0.0012)])
     elif table == "case_runs":
         assert got["case_run_id"].to_list() == ["cr-0", "cr-1"]
-        assert got["transcript"][1].to_list()[1] == {"role": "agent", "text": "hi ✓", "t": 1.5}
+        assert got["transcript"][1].to_list()[1] == {"role": "agent", "text": "hi ✓", "t": 1.5, "end_t": None}
+        assert got["transcript"][1].to_list()[0]["end_t"] == (None if version == 1 else 1.2)  # v1 turns read null
         assert got["tool_calls"][1].to_list()[0]["arguments"] == '{"q": 1}'
     elif table == "runner_evaluations":
         assert got["evaluation_id"].to_list() == ["ev-0", "ev-1"] and got["score"].to_list() == [0.5, 0.5]
+        assert got["met"].to_list() == ([None, None] if version == 1 else [True, True])  # v1: not derived
+        assert got["value"].to_list() == ([None, None] if version == 1 else [0.5, 0.5])
     elif table == "run_key_counts":
         assert got["n"].to_list() == [4, 4] and sorted(got["met"].to_list()) == [3, 4]
         assert got["evaluators"].list.len().to_list() == [1, 1]
@@ -303,11 +314,14 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str, 
         assert got["result_id"].to_list() == ["cu-0", "cu-1"] and got["met"].to_list() == [True, None]
         assert got["run"].n_unique() == 1 and got["key"].n_unique() == 1 and got["case_run"].n_unique() == 2
     assert connect(lake).sql(f"select count(*) from {table}").fetchall() == [(2,)]
+    if table == "case_runs":  # DuckDB reads the widened struct the same way
+        ends = connect(lake).sql("select [t.end_t for t in transcript] from case_runs order by case_run_id").fetchall()
+        assert ends == [([None, None] if version == 1 else [1.2, None],)] * 2
 
 
 def test_files_of_an_older_and_the_current_version_read_as_one_table(lake: Lake) -> None:
     _golden(lake, "assertion_results", 1)
-    current = pl.read_parquet(GOLDEN / "assertion_results.v2.parquet").with_columns(
+    current = pl.read_parquet(GOLDEN / "assertion_results.v3.parquet").with_columns(
         result_id=pl.Series(["ar-2", "ar-3"]), evaluator_version=pl.Series([3, 4], dtype=pl.Int32)
     )
     lake.write("assertion_results", current, team_id="golden", date="2024-05-07", origin="judging", ref="pass-1")
@@ -321,7 +335,7 @@ def test_files_of_an_older_and_the_current_version_read_as_one_table(lake: Lake)
 def test_a_memory_filesystem_lake_round_trips_through_polars_and_duckdb(memory_lake: Lake) -> None:
     path = memory_lake.write("case_runs", case_runs(3), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
     memory_lake.write("runner_evaluations", evaluations(2), team_id="team-b", date="2024-05-07", origin="report", ref="r:q")
-    assert path.startswith("memory:///lake-") and memory_lake.files("case_runs") == [(path, 1)]
+    assert path.startswith("memory:///lake-") and memory_lake.files("case_runs") == [(path, CR)]
     assert not memory_lake.fs.exists(f"{memory_lake.root}/_staging")
     plant(memory_lake, "case_runs", case_runs(1, prefix="unnamed"))
     got = Lake(memory_lake.url, memory_lake.engine).scan("case_runs").collect().sort("case_run_id")

@@ -54,14 +54,17 @@ def _history(seed: int, runs: int = 5) -> tuple[pl.DataFrame, pl.DataFrame]:
                         "case_run_id": case_run_id, "case_key": f"case-{c}", "assertion_id": key, "assertion_key": key,
                         "assertion_version": 1, "mechanism": "transcript", "met": met, "value": None, "reason": None,
                         "evaluator": rng.choice(["assay:transcript", "hamming:guardrail"]), "judged_at": judged_at,
-                        "evaluator_version": 1,
+                        "evaluator_version": 1, "judge_tokens_in": None, "judge_tokens_out": None,
+                        "judge_cost_usd": None,
                     })
     lonely = f"run-{seed}-{runs - 1}-lonely"
     outcomes.append({**outcomes[-1], "outcome_id": f"{lonely}-o", "case_run_id": lonely, "pass_id": "p"})
     return (
         pl.DataFrame(outcomes, schema_overrides={"judge": pl.String}),
         pl.DataFrame(atoms, schema_overrides={"met": pl.Boolean, "value": pl.Float64, "reason": pl.String,
-                                              "assertion_version": pl.Int32, "evaluator_version": pl.Int32}),
+                                              "assertion_version": pl.Int32, "evaluator_version": pl.Int32,
+                                              "judge_tokens_in": pl.Int32, "judge_tokens_out": pl.Int32,
+                                              "judge_cost_usd": pl.Float64}),
     )
 
 

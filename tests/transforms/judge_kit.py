@@ -14,7 +14,7 @@ from assay.core.ids import canonical_json
 from assay.core.mechanisms import MECHANISMS, validate_params
 from assay.transforms.judge import evaluate
 
-TURN = pl.Struct({"role": pl.String, "text": pl.String, "t": pl.Float64})
+TURN = pl.Struct({"role": pl.String, "text": pl.String, "t": pl.Float64, "end_t": pl.Float64})
 CALL = pl.Struct({"name": pl.String, "arguments": pl.String, "result": pl.String, "is_error": pl.Boolean, "t": pl.Float64})
 CASE_RUN_SCHEMA = {
     "case_run_id": pl.String, "runner": pl.String, "status": pl.String, "error": pl.String,
@@ -48,10 +48,13 @@ CONFIG = {
 def case_run(case_run_id: str = "c1", *, runner: str = "r", status: str = "executed", error: str | None = None,
              transcript: list[tuple[str, str]] | None = (), tool_calls: list[tuple[str, Any]] | None = (),
              artefact: Any = None, cost_usd: float | None = None, duration_ms: float | None = None) -> dict[str, Any]:
-    """A case-run row; turns as (role, text), calls as (name, arguments: dict -> JSON text, or raw text)."""
+    """A case-run row; turns as (role, text) (t = the turn's index, no end_t) or (role, text, t, end_t),
+    calls as (name, arguments: dict -> JSON text, or raw text)."""
     return {
         "case_run_id": case_run_id, "runner": runner, "status": status, "error": error,
-        "transcript": None if transcript is None else [{"role": r, "text": t, "t": float(k)} for k, (r, t) in enumerate(transcript)],
+        "transcript": None if transcript is None else [
+            {"role": turn[0], "text": turn[1], "t": float(k), "end_t": None} if len(turn) == 2
+            else dict(zip(("role", "text", "t", "end_t"), turn)) for k, turn in enumerate(transcript)],
         "tool_calls": None if tool_calls is None else [
             {"name": n, "arguments": a if isinstance(a, str) or a is None else json.dumps(a), "result": None,
              "is_error": False, "t": 1.0} for n, a in tool_calls],
@@ -61,9 +64,10 @@ def case_run(case_run_id: str = "c1", *, runner: str = "r", status: str = "execu
 
 
 def evaluation(case_run_id: str = "c1", name: str = "guard", *, evaluator: str = "hamming:guardrail",
-               verdict: str | None = None, score: float | None = None, rationale: str | None = None) -> dict[str, Any]:
+               verdict: str | None = None, score: float | None = None, rationale: str | None = None,
+               scale: tuple[float | None, float | None] = (None, None)) -> dict[str, Any]:
     return {"case_run_id": case_run_id, "name": name, "evaluator": evaluator, "verdict": verdict, "score": score,
-            "scale_min": None, "scale_max": None, "rationale": rationale}
+            "scale_min": scale[0], "scale_max": scale[1], "rationale": rationale}
 
 
 def assignment(mechanism: str, params: dict[str, Any] | None = None, case_run_id: str = "c1",

@@ -3,8 +3,10 @@
 This is the oracle of the differential test (``test_judge_differential.py``) and the baseline of the
 judging benchmark (``bench/judging.py``, which puts this folder on ``sys.path``): every rule is written
 out with ``json.loads``, ``re`` and loops, independently of the Polars implementation, and the two must
-agree exactly (same met, value, reason and evaluator for every row). Only the reading of a compiled
-artefact is shared (:func:`assay.core.compiled.read_artefact`: plain Python in both).
+agree exactly (same met, value, reason and evaluator for every row). Only two readings are shared,
+both plain Python at home in core: a compiled artefact's (:func:`assay.core.compiled.read_artefact`) and
+a vendor evaluation's value on our scale (:func:`assay.core.evidence.vendor_reading`, the one mapping
+runners store with their evaluations), so the differential test holds ``vendor.evaluation`` to it.
 
 Case-insensitive matching is ``re.IGNORECASE`` here and ``(?i)`` in Polars: both are Unicode simple
 case folding. Known engine differences this cannot see (kept out of the differential test's data):
@@ -25,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from assay.core.compiled import read_artefact
+from assay.core.evidence import vendor_reading
 from assay.core.mechanisms import MECHANISMS
 from assay.transforms.judge import RESULT_SCHEMA
 from assay.transforms.mechanisms.rubric import AWAITING_JUDGE, NO_JUDGE
@@ -145,6 +148,8 @@ def transcript(mechanism: str, p: dict[str, Any], run: dict[str, Any]) -> Result
     turns = run["transcript"]
     if turns is None:
         return None, None, NO_TRANSCRIPT, ev
+    if mechanism == "transcript.response_latency":
+        return response_latency(p, turns)
     if mechanism == "transcript.max_turns":
         n = len(turns)
         if n <= p["max"]:
@@ -175,6 +180,35 @@ def transcript(mechanism: str, p: dict[str, Any], run: dict[str, Any]) -> Result
     if mechanism == "transcript.contains":
         return (True, None, None, ev) if found else (False, None, f'no turn{by} contains "{text}"{case}', ev)
     return (False, None, f'a turn{by} contains "{text}"{case}', ev) if found else (True, None, None, ev)
+
+
+def response_latency(p: dict[str, Any], turns: list[dict[str, Any] | None]) -> Result:
+    ev = "assay:transcript"
+    replies: list[tuple[int, float | None]] = []  # (the agent turn's index, ms since the caller's turn ended)
+    for i in range(1, len(turns)):
+        before, turn = turns[i - 1], turns[i]
+        if turn is None or before is None or turn["role"] != "agent" or before["role"] != "caller":
+            continue
+        started, ended = finite(turn["t"]), finite(before["end_t"])
+        replies.append((i, None if started is None or ended is None else (started - ended) * 1000))
+    if not replies:
+        return None, None, "no agent turn answers a caller turn: response latency cannot be measured", ev
+    untimed = [i for i, ms in replies if ms is None]
+    if untimed:
+        return None, None, (f"turn timings are missing: the reply at turn {untimed[0]} has no t, or the caller turn "
+                            "before it no end_t, so response latency cannot be measured"), ev
+    values = sorted(ms for _, ms in replies if ms is not None)
+    at = 0.95 * (len(values) - 1)  # the 95th percentile, interpolated linearly between neighbours
+    low = math.floor(at)
+    p95 = values[low] + (values[min(low + 1, len(values) - 1)] - values[low]) * (at - low)
+    slowest = values[-1]
+    worst = min(i for i, ms in replies if ms == slowest)
+    said = f"the agent's slowest reply (turn {worst}) came {math.floor(slowest + 0.5)} ms after the caller stopped"
+    if p.get("max_ms") is not None and slowest > p["max_ms"]:
+        return False, p95, f"{said}; at most {number(p['max_ms'])} ms allowed", ev
+    if p.get("p95_ms") is not None and p95 > p["p95_ms"]:
+        return False, p95, f"the 95th percentile of the agent's replies is over {number(p['p95_ms'])} ms; {said}", ev
+    return True, p95, None, ev
 
 
 # --------------------------------------------------------------------------------------- tool calls
@@ -238,14 +272,7 @@ def vendor(p: dict[str, Any], found: list[dict[str, Any]]) -> Result:
     e = found[0]
     verdict, score, ev = e["verdict"], finite(e["score"]), e["evaluator"]
     rationale = e["rationale"] or "no rationale given"
-    if score is not None:
-        value = score
-    elif verdict == "pass":
-        value = 1.0
-    elif verdict == "fail":
-        value = 0.0
-    else:
-        value = None
+    _, value = vendor_reading(verdict, score, e["scale_min"], e["scale_max"])
     if verdict == "error":
         return None, value, f"the vendor reported an error: {rationale}", ev
     if verdict == "unknown":

@@ -18,6 +18,7 @@ ASSIGNMENT = {
 PREVIOUS = {
     "case_run_id": pl.String, "assertion_id": pl.String, "met": pl.Boolean, "value": pl.Float64,
     "reason": pl.String, "evaluator": pl.String, "evaluator_version": pl.Int32,
+    "judge_tokens_in": pl.Int32, "judge_tokens_out": pl.Int32, "judge_cost_usd": pl.Float64,
 }
 
 
@@ -44,7 +45,7 @@ def test_a_pair_without_a_stored_result_is_evaluated_and_one_with_is_carried() -
     plan = plan_pass(todo, stored({"case_run_id": "c1", "assertion_id": "a"}), versions=VERSIONS, judge=None)
     assert piles(plan) == (["b"], ["a"], 0)
     assert plan.fresh.columns == todo.columns
-    assert plan.carried.select(STORED).row(0) == (True, None, None, "assay:transcript", 1)
+    assert plan.carried.select(STORED).row(0) == (True, None, None, "assay:transcript", 1, None, None, None)
 
 
 def test_a_fixed_evaluator_re_evaluates_what_it_judged_without_force() -> None:
@@ -63,11 +64,13 @@ def test_a_fixed_evaluator_re_evaluates_what_it_judged_without_force() -> None:
         ("assay:judge:m1", AWAITING_JUDGE, "m1", True),  # it was waiting for this judge
         ("assay:judge:m1", "polite throughout", "m1", False),  # judged by the same judge
         ("assay:judge:m1", "polite throughout", "m2", True),  # another judge now
+        ("assay:judge:m1", "no verdict: judge: HTTP 503: busy", "m1", True),  # this judge gave no verdict: ask again
     ],
 )
 def test_a_rubric_result_is_as_good_as_the_judge_that_gave_it(evaluator, reason, judge, fresh) -> None:
     todo = assignments(("c1", "r", "rubric"))
-    previous = stored({"case_run_id": "c1", "assertion_id": "r", "met": None, "evaluator": evaluator, "reason": reason})
+    met = True if reason == "polite throughout" else None  # a verdict, else no answer yet
+    previous = stored({"case_run_id": "c1", "assertion_id": "r", "met": met, "evaluator": evaluator, "reason": reason})
     plan = plan_pass(todo, previous, versions=VERSIONS, judge=judge)
     assert piles(plan) == ((["r"], [], 0) if fresh else ([], ["r"], 0))
 

@@ -50,7 +50,8 @@ def _random_case_runs(rng: random.Random, n: int) -> tuple[list[dict], list[dict
         cid = f"cr-{k:05d}"
         failed = rng.random() < 0.04
         transcript = None if rng.random() < 0.04 else [
-            {"role": rng.choice(["caller", "agent", "agent", "system", None]), "text": _random_text(rng), "t": float(j)}
+            {"role": rng.choice(["caller", "agent", "agent", "system", None]), "text": _random_text(rng),
+             "t": rng.choice([2.0 * j] * 30 + [None, math.nan]), "end_t": rng.choice([None, math.nan, *[2.0 * j + 0.1 * s for s in range(1, 19)] * 3])}
             for j in range(rng.randint(0, 9))]
         calls = None if rng.random() < 0.04 else [
             {"name": rng.choice(TOOL_NAMES), "arguments": rng.choice(ARGUMENTS), "result": None, "is_error": False, "t": 1.0}
@@ -69,6 +70,7 @@ def _random_case_runs(rng: random.Random, n: int) -> tuple[list[dict], list[dict
                     cid, name, evaluator=f"vendor:{name}",
                     verdict=rng.choice([None, "pass", "fail", "error", "unknown", "maybe"]),
                     score=rng.choice([None, None, rng.random(), math.nan, 0.5]),
+                    scale=rng.choice([(0.0, 1.0), (0.0, 1.0), (None, None), (0.0, None), (-1.0, 3.0), (0.5, 0.5)]),
                     rationale=rng.choice([None, "", "because"])))
     return runs, evals
 
@@ -81,6 +83,8 @@ def _random_assertions(rng: random.Random) -> list[tuple[str, dict]]:
         ("structural.tool_attached", {"tool": "book_appointment"}),
         ("transcript.max_turns", {"max": 4}), ("transcript.max_latency", {"max_ms": 5000}),
         ("transcript.max_cost", {"max_usd": 0.5}), ("rubric", {"rubric": "be kind"}),
+        ("transcript.response_latency", {"max_ms": 1500}), ("transcript.response_latency", {"p95_ms": 1200}),
+        ("transcript.response_latency", {"max_ms": 1700, "p95_ms": 900}),
         ("vendor.evaluation", {"name": "guard"}), ("vendor.evaluation", {"name": "scorer", "pass_score": 0.5}),
         ("vendor.evaluation", {"name": "absent"}),
     ]

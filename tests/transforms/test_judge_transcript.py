@@ -91,3 +91,54 @@ def test_regex_params_refuse_what_either_engine_cannot_compile() -> None:
         assert "look-around" in str(info.value)  # the message says which syntax is allowed
     assert validate_params("transcript.regex", {"text": r"^\d{5}(?:-\d{4})?\b"}).text == r"^\d{5}(?:-\d{4})?\b"
 
+
+
+TIMED = [  # (role, text, t, end_t): replies 1.2 s (turn 1), 0.4 s (turn 3) and 2.35 s (turn 5) after the caller
+    ("caller", "My heater is leaking.", 0.0, 2.0), ("agent", "Sorry to hear that.", 3.2, 4.0),
+    ("caller", "I'm at 60827.", 4.5, 5.6), ("agent", "Checking.", 6.0, 6.5),
+    ("caller", "Well?", 8.0, 8.65), ("agent", "Outside our area.", 11.0, 12.0),
+    ("agent", "I can refer you.", 12.2, 13.0),  # follows an agent turn: not a reply
+]
+
+
+def test_response_latency_measures_each_reply_to_the_caller() -> None:
+    run = case_run(transcript=TIMED)
+    got = one(run, "transcript.response_latency", {"max_ms": 2500})
+    assert got["met"] is True and got["reason"] is None
+    assert got["value"] == pytest.approx(2235.0)  # p95 of 400, 1200, 2350: 1200 + 0.9 * (2350 - 1200)
+    assert one(run, "transcript.response_latency", {"max_ms": 2000}) == result(
+        False, pytest.approx(2235.0),
+        "the agent's slowest reply (turn 5) came 2350 ms after the caller stopped; at most 2000 ms allowed",
+        "assay:transcript")
+    assert one(run, "transcript.response_latency", {"p95_ms": 2000, "max_ms": 3000}) == result(
+        False, pytest.approx(2235.0), "the 95th percentile of the agent's replies is over 2000 ms; the agent's slowest "
+        "reply (turn 5) came 2350 ms after the caller stopped", "assay:transcript")
+    assert one(run, "transcript.response_latency", {"p95_ms": 2300})["met"] is True
+
+
+def test_response_latency_without_timings_is_never_a_pass() -> None:
+    untimed = [turn if k != 2 else (*turn[:3], None) for k, turn in enumerate(TIMED)]  # turn 2 has no end_t
+    assert one(case_run(transcript=untimed), "transcript.response_latency", {"max_ms": 99_999}) == result(
+        None, None, "turn timings are missing: the reply at turn 3 has no t, or the caller turn before it no end_t, "
+        "so response latency cannot be measured", "assay:transcript")
+    plain = case_run(transcript=CALL_TRANSCRIPT)  # turns with t only, as a runner without end times reports them
+    assert one(plain, "transcript.response_latency", {"max_ms": 99_999})["met"] is None
+    monologue = case_run(transcript=[("agent", "Hello?", 0.0, 1.0), ("agent", "Anyone there?", 5.0, 6.0)])
+    assert one(monologue, "transcript.response_latency", {"max_ms": 1}) == result(
+        None, None, "no agent turn answers a caller turn: response latency cannot be measured", "assay:transcript")
+    assert one(case_run(transcript=None), "transcript.response_latency", {"max_ms": 1}) == result(
+        None, None, "the case run recorded no transcript", "assay:transcript")
+
+
+def test_response_latency_names_the_first_of_equally_slow_replies() -> None:
+    turns = [("caller", "a", 0.0, 1.0), ("agent", "b", 2.0, 2.5), ("caller", "c", 3.0, 4.0), ("agent", "d", 5.0, 6.0)]
+    got = one(case_run(transcript=turns), "transcript.response_latency", {"max_ms": 500})
+    assert got == result(False, 1000.0, "the agent's slowest reply (turn 1) came 1000 ms after the caller stopped; "
+                         "at most 500 ms allowed", "assay:transcript")
+
+
+def test_response_latency_needs_a_bound() -> None:
+    with pytest.raises(ValidationError, match="give max_ms, p95_ms or both"):
+        validate_params("transcript.response_latency", {})
+    with pytest.raises(ValidationError):
+        validate_params("transcript.response_latency", {"max_ms": 0})

@@ -4,13 +4,17 @@ Matching rules: ``contains`` is a literal substring of one turn; ``regex`` searc
 own (Rust's regex; :data:`assay.core.mechanisms.REGEX_SYNTAX`); ``case_insensitive`` matches under
 Unicode simple case folding (the regex engines' ``(?i)``); a test never spans two turns. Measured
 numbers that are null or NaN count as not recorded (met null).
+
+Two latencies: ``max_latency`` is the whole call's duration (``duration_ms``); ``response_latency`` is
+how quickly the agent answers, from the turn timings (a caller turn's ``end_t`` to the next agent turn's
+``t``), so it needs runners that record when each utterance ended.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from assay.core.mechanisms import MaxCost, MaxLatency, MaxTurns, RegexMatch, TextMatch
+from assay.core.mechanisms import MaxCost, MaxLatency, MaxTurns, RegexMatch, ResponseLatency, TextMatch
 
 from .evidence import Evidence
 from .helpers import decide, found_by, ignoring_case, number, words
@@ -69,6 +73,49 @@ def max_latency(evidence: Evidence, rows: pl.Series, p: MaxLatency, judge: str |
                 f"the case run took longer than {number(p.max_ms)} ms")
 
 
+def _replies(transcript: pl.Series) -> pl.DataFrame:
+    """Per case run (``_pos``), its agent turns that answer a caller turn: the reply's index in the
+    transcript and its latency in ms (null when either timing is missing)."""
+    turns = transcript.to_frame("turn").with_row_index("_pos").explode("turn")
+    turns = turns.with_columns(_i=pl.int_range(pl.len()).over("_pos")).unnest("turn")
+    after = pl.col("role").shift(1).over("_pos") == "caller"
+    ended = pl.col("end_t").fill_nan(None).shift(1).over("_pos")
+    replies = turns.select("_pos", "_i", reply=(pl.col("role") == "agent") & after,
+                           ms=(pl.col("t").fill_nan(None) - ended) * 1000)  # before the filter: shift sees every turn
+    return replies.filter("reply").drop("reply")
+
+
+@mechanism("transcript.response_latency", version=1)
+def response_latency(evidence: Evidence, rows: pl.Series, p: ResponseLatency, judge: str | None) -> pl.DataFrame:
+    """Each agent reply to a caller turn started within ``p.max_ms`` (and their 95th percentile within
+    ``p.p95_ms``) of the caller's turn ending; value = the 95th percentile in ms."""
+    transcript = evidence.column("transcript").gather(rows)
+    ms = pl.col("ms")
+    per_run = _replies(transcript).group_by("_pos").agg(
+        n=pl.len(), missing=ms.null_count(), first_missing=pl.col("_i").filter(ms.is_null()).first(),
+        slowest=ms.max(), p95=ms.quantile(0.95, interpolation="linear"),
+        worst=pl.col("_i").sort_by(ms, pl.col("_i"), descending=[True, False], nulls_last=True).first(),
+    )
+    frame = transcript.to_frame("transcript").with_row_index("_pos").join(per_run, on="_pos", how="left",
+                                                                          maintain_order="left")
+    within = [pl.col(c) <= cap for c, cap in (("slowest", p.max_ms), ("p95", p.p95_ms)) if cap is not None]
+    measured = pl.col("transcript").is_not_null() & (pl.col("n") > 0) & (pl.col("missing") == 0)
+    met = pl.when(measured).then(pl.all_horizontal(within))
+    worst = words("the agent's slowest reply (turn ", pl.col("worst"), ") came ", (pl.col("slowest") + 0.5).floor().cast(pl.Int64),
+                  " ms after the caller stopped")
+    over_max = pl.lit(p.max_ms is not None) & (pl.col("slowest") > (p.max_ms or 0))
+    failure = pl.when(over_max).then(words(worst, f"; at most {number(p.max_ms or 0)} ms allowed"))
+    if p.p95_ms is not None:
+        failure = failure.otherwise(words(f"the 95th percentile of the agent's replies is over {number(p.p95_ms)} ms; ", worst))
+    undetermined = (
+        pl.when(pl.col("transcript").is_null()).then(pl.lit(NO_TRANSCRIPT))
+        .when(pl.col("n").is_null()).then(pl.lit("no agent turn answers a caller turn: response latency cannot be measured"))
+        .otherwise(words("turn timings are missing: the reply at turn ", pl.col("first_missing"), " has no t, or the "
+                         "caller turn before it no end_t, so response latency cannot be measured"))
+    )
+    return decide(frame, met, pl.when(measured).then(pl.col("p95")), undetermined, failure, EVALUATOR)
+
+
 @mechanism("transcript.max_cost", version=1)
 def max_cost(evidence: Evidence, rows: pl.Series, p: MaxCost, judge: str | None) -> pl.DataFrame:
     """The case run cost at most ``p.max_usd``; value = its cost."""
@@ -76,4 +123,5 @@ def max_cost(evidence: Evidence, rows: pl.Series, p: MaxCost, judge: str | None)
                 f"the case run cost more than {number(p.max_usd)} USD")
 
 
-__all__ = ["NO_TRANSCRIPT", "contains", "max_cost", "max_latency", "max_turns", "not_contains", "regex"]
+__all__ = ["NO_TRANSCRIPT", "contains", "max_cost", "max_latency", "max_turns", "not_contains", "regex",
+           "response_latency"]

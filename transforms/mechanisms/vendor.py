@@ -1,8 +1,10 @@
 """``vendor.evaluation``: the runner's own evaluation, read as met + value; its evaluator is the vendor's.
 
 Exactly one evaluation named ``p.name`` must exist for the case run. A vendor's error or "unknown" is
-never a failure (met null). A score maps onto met only through ``pass_score``; a verdict without a
-score gives value 1.0 (pass) or 0.0 (fail).
+never a failure (met null). A score maps onto met only through ``pass_score`` (on the vendor's own
+scale). The value is the evaluation's reading on ours, as :func:`assay.core.evidence.vendor_reading`
+defines it: the score normalised to 0–1 on its declared scale, else 1.0 (pass) or 0.0 (fail), else
+null. Version 2: version 1 copied the raw score into value, unscaled.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from .helpers import either, number, words
 from .registry import mechanism
 
 
-@mechanism("vendor.evaluation", version=1)
+@mechanism("vendor.evaluation", version=2)
 def vendor_evaluation(evidence: Evidence, rows: pl.Series, p: VendorEvaluation, judge: str | None) -> pl.DataFrame:
     """Map the runner's own evaluation named ``p.name`` onto met + value."""
     named = (
         evidence.evaluations.filter(pl.col("name") == p.name)
         .group_by("_row")
-        .agg(pl.len().alias("n"), pl.col("verdict", "score", "evaluator", "rationale").first())
+        .agg(pl.len().alias("n"), pl.col("verdict", "score", "scale_min", "scale_max", "evaluator", "rationale").first())
     )
     found = rows.to_frame("_row").join(named, on="_row", how="left", maintain_order="left")
     n, verdict, score = pl.col("n"), pl.col("verdict"), pl.col("score").fill_nan(None)
@@ -46,8 +48,10 @@ def vendor_evaluation(evidence: Evidence, rows: pl.Series, p: VendorEvaluation, 
         .when(~met & score.is_not_null() & pl.lit(p.pass_score is not None)).then(pl.lit(below))
         .when(~met).then(words("the vendor judged it failed: ", rationale))
     )
+    low, high = pl.col("scale_min"), pl.col("scale_max")
+    on_scale = score.is_not_null() & low.is_not_null() & high.is_not_null() & (high > low)
     value = (
-        pl.when(~single).then(None).when(score.is_not_null()).then(score)
+        pl.when(~single).then(None).when(on_scale).then((score - low) / (high - low))
         .when(verdict == "pass").then(1.0).when(verdict == "fail").then(0.0)
     )
     return found.select(

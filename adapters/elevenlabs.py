@@ -1,0 +1,287 @@
+"""ElevenLabs Agents, translated in one place: our compiled config and situation out, its simulated
+conversation and analysis back. A change on ElevenLabs' side touches this module only.
+
+Outbound:
+
+- a compiled config becomes an agent (:func:`agent_body`): ``conversation_config.agent.prompt.prompt`` is
+  the prompt with its variables filled, ``first_message`` likewise, tools are client tools with their
+  JSON-schema parameters. A placeholder without a value stays as written and is declared as a dynamic
+  variable whose value is its own text, so the agent sees exactly what an unresolved compile produced
+  (the defect stays visible in the transcript) and ElevenLabs does not refuse to start the conversation;
+- a situation becomes a ``simulation_specification`` (:func:`simulation_body`): ElevenLabs plays the
+  caller itself, prompted with :func:`assay.adapters.caller.caller_prompt` (one situation reads the same
+  to every vendor). Scripted caller turns are listed in that prompt as numbered quoted lines, the first
+  also as the simulated user's ``first_message``. When the situation's ``world`` has facts, every tool is
+  mocked to return them (``world[<tool name>]`` if present, else the whole world), since a client tool
+  cannot run in a simulation. What the caller wants and must be told become evaluation criteria.
+
+Inbound (:func:`read_conversation`, :func:`analysis_evaluations`): turns with ``t =
+time_in_call_secs``; tool calls paired with their results by ``request_id`` (they arrive in separate
+turns); the vendor's own analysis as runner evaluations, ``call_successful`` (evaluator
+``elevenlabs:analysis``) and every criterion result (``elevenlabs:criteria``), on the vendor's verdict
+(success -> pass, failure -> fail, unknown -> unknown) and, when scored, its 0..``max_score`` scale.
+
+``end_t`` is left unknown (None): ElevenLabs reports only when a turn *began*, in whole seconds on a
+simulated clock. Taking the next turn's start as this one's end would make every response latency
+exactly zero, and a latency cap would then pass on evidence that measured nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from assay.core.compiled import PLACEHOLDER, CompiledConfig
+from assay.core.errors import ConfigError, MalformedResponseError, PermanentVendorError
+from assay.core.evidence import Evaluation, ToolCall, Turn, Verdict
+from assay.core.redact import redact
+from assay.core.settings import Settings
+
+from .caller import END_TOKEN, caller_prompt
+
+VENDOR = "elevenlabs"
+KEY_SETTING = "ASSAY_ELEVENLABS_API_KEY"
+DEFAULT_LLM = "gpt-4o-mini"
+"""The agent's and the simulated user's LLM unless the runner is told otherwise (a runner option)."""
+VERDICTS: Mapping[str, Verdict] = {"success": "pass", "failure": "fail", "unknown": "unknown"}
+"""ElevenLabs' result words onto ours; anything else reads as ``unknown`` (the raw value is kept)."""
+SCRIPT_INTRO = ("Say exactly these lines, one per turn, in this order, word for word, whatever the agent "
+                "says; after the last one, say goodbye and end the call:")
+ENDING = "When you have what you called for, or the call is going nowhere, say goodbye and end the call."
+
+
+def _resolve(text: str, variables: Mapping[Any, Any]) -> str:
+    def fill(m: Any) -> str:
+        value = variables.get(m.group(1))
+        return m.group(0) if value is None or value == "" else str(value)
+    return PLACEHOLDER.sub(fill, text)
+
+
+def agent_body(config: CompiledConfig, name: str, llm: str = DEFAULT_LLM) -> dict[str, Any]:
+    """The ``POST /v1/convai/agents/create`` body for a compiled config, named ``name``."""
+    prompt = _resolve(config.prompt, config.variables)
+    first = _resolve(config.first_message, config.variables) if config.first_message else None
+    tools = []
+    for tool in config.tools:
+        parameters = (tool.model_extra or {}).get("parameters") or {"type": "object", "properties": {}}
+        tools.append({"type": "client", "name": tool.name, "description": tool.description or tool.name,
+                      "parameters": parameters, "expects_response": True})
+    agent: dict[str, Any] = {"language": "en", "prompt": {"prompt": prompt, "llm": llm, "temperature": 0.0, "tools": tools}}
+    if first:
+        agent["first_message"] = first
+    unresolved = {n: "{{" + n + "}}" for n in PLACEHOLDER.findall(prompt + "\n" + (first or ""))}
+    if unresolved:
+        agent["dynamic_variables"] = {"dynamic_variable_placeholders": unresolved}
+    return {"name": name, "conversation_config": {"agent": agent}, "tags": ["assay", "scratch"]}
+
+
+def user_prompt(situation: Mapping[str, Any]) -> str:
+    """The simulated user's prompt: our caller's instructions, with ElevenLabs' way of ending the call."""
+    lines = [ln for ln in caller_prompt(situation).splitlines() if END_TOKEN not in ln]
+    turns = [str(t) for t in situation.get("turns") or []]
+    if turns:
+        lines += ["", SCRIPT_INTRO, *(f"{i}. {json.dumps(t, ensure_ascii=False)}" for i, t in enumerate(turns, 1))]
+    else:
+        lines.append(ENDING)
+    return "\n".join(lines)
+
+
+def criteria(situation: Mapping[str, Any], scoring_mode: str = "binary") -> list[dict[str, Any]]:
+    """ElevenLabs evaluation criteria for the situation: the caller's goal, and each thing they must be told."""
+    goals = []
+    if situation.get("wants"):
+        goals.append(("caller_goal", "Caller's goal", f"The agent dealt with what the caller wanted: {situation['wants']}"))
+    for i, item in enumerate(situation.get("must_be_told") or [], 1):
+        goals.append((f"told_{i}", f"Told: {str(item)[:60]}", f"The agent told the caller: {item}"))
+    out = []
+    for cid, name, goal in goals:
+        criterion: dict[str, Any] = {"id": cid, "name": name, "type": "prompt", "conversation_goal_prompt": goal}
+        if scoring_mode != "binary":
+            criterion["scoring_mode"] = scoring_mode
+        out.append(criterion)
+    return out
+
+
+def simulation_body(situation: Mapping[str, Any], config: CompiledConfig, *, llm: str = DEFAULT_LLM,
+                    turns_limit: int = 30, scoring_mode: str = "binary") -> dict[str, Any]:
+    """The ``simulate-conversation`` body for one case's situation against the agent made from ``config``."""
+    user: dict[str, Any] = {"prompt": {"prompt": user_prompt(situation), "llm": llm, "temperature": 0.0}, "language": "en"}
+    turns = situation.get("turns") or []
+    if turns:
+        user["first_message"] = str(turns[0])
+    spec: dict[str, Any] = {"simulated_user_config": user}
+    world = situation.get("world") or {}
+    if world and config.tools:
+        spec["tool_mock_config"] = {
+            t.name: {"default_return_value": json.dumps(world.get(t.name, world), sort_keys=True), "default_is_error": False}
+            for t in config.tools
+        }
+    body: dict[str, Any] = {"simulation_specification": spec, "new_turns_limit": turns_limit}
+    goals = criteria(situation, scoring_mode)
+    if goals:
+        body["extra_evaluation_criteria"] = goals
+    return body
+
+
+# ------------------------------------------------------------------------------------ inbound
+
+def _json_or_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    parsed = _json_or_text(raw) if raw not in (None, "") else {}
+    return parsed if isinstance(parsed, dict) else {"_unparsed": raw}
+
+
+def _malformed(what: str) -> MalformedResponseError:
+    return MalformedResponseError(VENDOR, 200, f"the simulated conversation is not the documented shape: {what}")
+
+
+def read_conversation(response: Any) -> tuple[list[Turn], list[ToolCall]]:
+    """The transcript (turns with words; tool-only turns carry no text) and the tool calls with their results."""
+    turns = response.get("simulated_conversation") if isinstance(response, Mapping) else None
+    if not isinstance(turns, list):
+        raise _malformed("no simulated_conversation list")
+    transcript: list[Turn] = []
+    calls: dict[str, dict[str, Any]] = {}
+    results: dict[str, dict[str, Any]] = {}
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, Mapping) or turn.get("role") not in ("user", "agent"):
+            raise _malformed(f"turn {i} has no role user or agent")
+        t = turn.get("time_in_call_secs")
+        t = float(t) if isinstance(t, int | float) else None
+        if isinstance(turn.get("message"), str) and turn["message"].strip():
+            transcript.append(Turn(role="caller" if turn["role"] == "user" else "agent", text=turn["message"], t=t))
+        for k, call in enumerate(turn.get("tool_calls") or []):
+            if not isinstance(call, Mapping) or not isinstance(call.get("tool_name"), str):
+                raise _malformed(f"turn {i} tool call {k} has no tool_name")
+            calls[str(call.get("request_id") or f"{i}:{k}")] = {**call, "_t": t}
+        for result in turn.get("tool_results") or []:
+            if isinstance(result, Mapping) and result.get("request_id") is not None:
+                results[str(result["request_id"])] = dict(result)
+    tool_calls = []
+    for request_id, call in calls.items():
+        result = results.get(request_id)
+        tool_calls.append(ToolCall(
+            name=call["tool_name"], arguments=_arguments(call.get("params_as_json")),
+            result=_json_or_text(result.get("result_value")) if result else None,
+            is_error=bool(result.get("is_error")) if result else False, t=call["_t"]))
+    return transcript, tool_calls
+
+
+def _verdict(value: Any) -> Verdict:
+    return VERDICTS.get(str(value).lower(), "unknown") if value is not None else "unknown"
+
+
+def analysis_evaluations(response: Any) -> list[Evaluation]:
+    """ElevenLabs' own analysis as runner evaluations, kept on its verdicts and scales."""
+    analysis = response.get("analysis") if isinstance(response, Mapping) else None
+    if not isinstance(analysis, Mapping):
+        raise _malformed("no analysis object")
+    summary = analysis.get("transcript_summary")
+    out = [Evaluation.from_vendor(
+        name="call_successful", evaluator=f"{VENDOR}:analysis", verdict=_verdict(analysis.get("call_successful")),
+        rationale=summary if isinstance(summary, str) else None,
+        raw=redact({"call_successful": analysis.get("call_successful"), "transcript_summary": summary}))]
+    results = analysis.get("evaluation_criteria_results") or {}
+    if not isinstance(results, Mapping):
+        raise _malformed("evaluation_criteria_results is not an object")
+    for key, entry in results.items():
+        if not isinstance(entry, Mapping):
+            raise _malformed(f"criterion {key!r} is not an object")
+        score, top = entry.get("score"), entry.get("max_score")
+        scored = isinstance(score, int | float) and not isinstance(score, bool)
+        scaled = scored and isinstance(top, int | float) and top > 0
+        rationale = entry.get("rationale")
+        out.append(Evaluation.from_vendor(
+            name=str(entry.get("criteria_id") or key), evaluator=f"{VENDOR}:criteria", verdict=_verdict(entry.get("result")),
+            score=float(score) if scored else None, scale_min=0.0 if scaled else None,
+            scale_max=float(top) if scaled else None, rationale=rationale if isinstance(rationale, str) else None,
+            raw=redact(dict(entry))))
+    return out
+
+
+# ------------------------------------------------------------------------------------ the API
+
+class ElevenLabsApi:
+    """ElevenLabs' endpoints that Assay uses, over one :class:`~assay.adapters.http.VendorClient`.
+
+    A refused key (401/403) is a :class:`ConfigError` naming ``ASSAY_ELEVENLABS_API_KEY``, never the key.
+    """
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **client_options: Any) -> "ElevenLabsApi":
+        from .http import VendorClient
+
+        if settings.elevenlabs_api_key is None:
+            raise ConfigError(f"ElevenLabs needs an API key: set {KEY_SETTING}")
+        headers = {"xi-api-key": settings.elevenlabs_api_key.get_secret_value()}
+        client_options.setdefault("timeout", 120.0)  # a simulation is a whole conversation: minutes, not seconds
+        return cls(VendorClient(VENDOR, settings.elevenlabs_base_url, headers, **client_options))
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> "ElevenLabsApi":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        try:
+            return self.client.request(method, path, json_body=body, params=params)
+        except PermanentVendorError as exc:
+            if exc.status in (401, 403):
+                raise ConfigError(f"ElevenLabs refused the key (HTTP {exc.status}: {exc.vendor_message}); "
+                                  f"check {KEY_SETTING}") from None
+            raise
+
+    def create_agent(self, body: dict[str, Any]) -> str:
+        answer = self._call("POST", "/v1/convai/agents/create", body)
+        if not isinstance(answer, Mapping) or not isinstance(answer.get("agent_id"), str):
+            raise MalformedResponseError(VENDOR, 200, "the created agent has no 'agent_id'")
+        return answer["agent_id"]
+
+    def delete_agent(self, agent_id: str) -> None:
+        try:
+            self._call("DELETE", f"/v1/convai/agents/{agent_id}")
+        except PermanentVendorError as exc:
+            if exc.status != 404:  # already gone counts as deleted
+                raise
+
+    def find_agents(self, name: str, page_size: int = 100) -> list[str]:
+        """Ids of the agents named exactly ``name`` (the list endpoint's name search, every page)."""
+        found: list[str] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"page_size": page_size, "search": name}
+            if cursor:
+                params["cursor"] = cursor
+            page = self._call("GET", "/v1/convai/agents", params=params)
+            if not isinstance(page, Mapping) or not isinstance(page.get("agents"), list):
+                raise MalformedResponseError(VENDOR, 200, "the agent list has no 'agents'")
+            found += [a["agent_id"] for a in page["agents"] if isinstance(a, Mapping) and a.get("name") == name]
+            cursor = page.get("next_cursor")
+            if not page.get("has_more") or not cursor:
+                return found
+
+    def simulate(self, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = self._call("POST", f"/v1/convai/agents/{agent_id}/simulate-conversation", body)
+        if not isinstance(answer, dict):
+            raise _malformed("the answer is not an object")
+        return answer
+
+
+__all__ = ["DEFAULT_LLM", "KEY_SETTING", "ElevenLabsApi", "agent_body", "analysis_evaluations", "criteria",
+           "read_conversation", "simulation_body", "user_prompt"]

@@ -1,0 +1,10 @@
+"""Our judge: a model behind an OpenAI-compatible chat API, asked whether a rubric holds over evidence.
+
+:class:`Judge` asks (bounded concurrency, retries through :mod:`assay.adapters.http`), :mod:`.prompt`
+holds the versioned prompt and the one reading of its answer.
+"""
+
+from .client import Judge, Judgement
+from .prompt import PROMPT_VERSION
+
+__all__ = ["PROMPT_VERSION", "Judge", "Judgement"]

@@ -1,0 +1,161 @@
+"""``elevenlabs_chat``: the platform chat runner on ElevenLabs Agents. The same case that runs on VAPI runs here.
+
+Its run target is a compiled assistant config (``{"config": {...}}``, :class:`~assay.core.compiled.CompiledConfig`).
+Per run, one scratch agent is made from it (:func:`assay.adapters.elevenlabs.agent_body`), provisioned
+through the run context so the catalog knows its name before ElevenLabs does; it is deleted at release,
+also when the run fails, and by the reaper when the process died. Per case, one simulated conversation:
+unlike VAPI, ElevenLabs plays the caller itself, prompted from the situation (scripted turns when the
+case has them), so no caller model of ours is needed.
+
+Evidence per case run: the transcript with ElevenLabs' turn times (``t``; ``end_t`` unknown, see
+:mod:`assay.adapters.elevenlabs`), the tool calls with their results, the response (redacted) as
+``provider_payload``, the agent's id as ``provider_ref``, the config as the artefact, and ElevenLabs'
+own analysis as runner evaluations (``call_successful`` and each criterion, on its verdicts and
+scales). The simulate endpoint reports no cost, so ``cost_usd`` stays unknown.
+
+Errors: a vendor error that survives the client's retries, or a permanent one (a malformed answer
+included), makes that case run an ERROR with ElevenLabs' message, never a FAIL; if the agent cannot be
+created, every case run is an ERROR with that message. A missing or refused key fails the whole run
+naming ``ASSAY_ELEVENLABS_API_KEY`` (never the key); a malformed config makes every case run an ERROR
+naming the field, and creates nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from assay.core.compiled import CompiledConfig, config_problems
+from assay.core.errors import ConfigError, RunnerError, VendorError
+from assay.core.evidence import CaseRun, Report
+from assay.core.mechanisms import mechanisms_of
+from assay.core.redact import redact
+from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob, ScratchObject
+from assay.core.settings import Settings
+
+from ..elevenlabs import DEFAULT_LLM, ElevenLabsApi, agent_body, analysis_evaluations, read_conversation, simulation_body
+from ..http import RetryPolicy
+from .platform_chat import scratch_object
+
+EXAMPLE_CONFIG: dict[str, Any] = {
+    "name": "Example main line",
+    "prompt": "You answer calls for {{business_name}}. Ask for the caller's ZIP code and check the service area "
+    "with check_service_area before booking.",
+    "variables": {"business_name": "Example Plumbing"},
+    "tools": [{"name": "check_service_area", "description": "Is a ZIP code inside the service area?",
+               "parameters": {"type": "object", "properties": {"zip": {"type": "string"}}, "required": ["zip"]}}],
+    "first_message": "Thanks for calling {{business_name}}.",
+}
+
+
+def _situation(case: CaseSpec) -> dict[str, Any]:
+    """A case's situation from its snapshot (``content.situation``, or ``content.content.situation``)."""
+    inner = case.content.get("content")
+    situation = (inner if isinstance(inner, dict) else case.content).get("situation")
+    return dict(situation) if isinstance(situation, dict) else {}
+
+
+class ElevenLabsChatRunner(Runner):
+    """Simulates a conversation with a scratch ElevenLabs agent built from the compiled config; one per case."""
+
+    name: ClassVar[str] = "elevenlabs_chat"
+    mechanisms: ClassVar[frozenset[str]] = mechanisms_of("transcript", "tool", "vendor", "rubric")
+    synchronous: ClassVar[bool] = True
+    target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
+
+    def __init__(self, settings: Settings | None = None, *, llm: str = DEFAULT_LLM, turns_limit: int = 30,
+                 scoring_mode: str = "binary", retry: RetryPolicy | None = None,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._settings = settings
+        self.llm = llm
+        """The LLM behind the agent and the simulated user (a runner option, never the definition's)."""
+        self.turns_limit = turns_limit
+        """At most this many new turns per simulated conversation (``new_turns_limit``)."""
+        self.scoring_mode = scoring_mode
+        """``binary`` or ``numeric_uniform``: how ElevenLabs scores the criteria we send."""
+        self.retry = retry or RetryPolicy()
+        self.sleep = sleep
+
+    @property
+    def settings(self) -> Settings:
+        """The settings given, else read from the environment (``ASSAY_*``) when first needed."""
+        return self._settings if self._settings is not None else Settings()
+
+    def api(self) -> ElevenLabsApi:
+        return ElevenLabsApi.from_settings(self.settings, retry=self.retry, sleep=self.sleep)
+
+    def execute(self, job: RunJob, heartbeat: Heartbeat) -> Iterator[Report]:
+        if job.target_kind not in self.target_kinds:
+            raise RunnerError(f"runner {self.name!r} simulates a compiled config; run {job.run_id} targets a {job.target_kind!r}")
+        problems = config_problems(job.target)
+        if problems:
+            yield self._errors(job, job.cases, "compiled config is malformed: " + "; ".join(problems), 0)
+            return
+        raw = job.target["config"]
+        config = CompiledConfig.model_validate(raw)
+        with ExitStack() as stack:
+            api = stack.enter_context(self.api())
+            create = lambda name: api.create_agent(agent_body(config, name, self.llm))  # noqa: E731
+            try:
+                agent_id = stack.enter_context(scratch_object(heartbeat, "agent", create, api.delete_agent))
+            except VendorError as exc:
+                yield self._errors(job, job.cases, f"the scratch agent could not be created: {exc}", 0)
+                return
+            for batch_no, start in enumerate(range(0, len(job.cases), self.batch_size)):
+                runs = []
+                for case in job.cases[start : start + self.batch_size]:
+                    runs.append(self._case_run(api, agent_id, case, config, redact(raw)))
+                    heartbeat()
+                yield Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}", runs)
+
+    def _errors(self, job: RunJob, cases: Sequence[CaseSpec], error: str, batch_no: int) -> Report:
+        return Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}",
+                                     [CaseRun(case_id=c.case_id, status="error", error=error) for c in cases])
+
+    def _case_run(self, api: ElevenLabsApi, agent_id: str, case: CaseSpec, config: CompiledConfig,
+                  artefact: dict[str, Any]) -> CaseRun:
+        started_at, began = datetime.now(UTC), time.perf_counter()
+        body = simulation_body(_situation(case), config, llm=self.llm, turns_limit=self.turns_limit,
+                               scoring_mode=self.scoring_mode)
+        common: dict[str, Any] = {"case_id": case.case_id, "artefact": artefact, "provider_ref": agent_id,
+                                  "started_at": started_at}
+        try:
+            response = api.simulate(agent_id, body)
+            transcript, tool_calls = read_conversation(response)
+            evaluations = analysis_evaluations(response)
+        except VendorError as exc:  # ConfigError (a refused key) is not the case's problem: it propagates
+            return CaseRun(status="error", error=str(exc), duration_ms=(time.perf_counter() - began) * 1000, **common)
+        return CaseRun(transcript=transcript, tool_calls=tool_calls, evaluations=evaluations,
+                       provider_payload=redact(response), duration_ms=(time.perf_counter() - began) * 1000, **common)
+
+    def teardown(self, objects: Sequence[ScratchObject]) -> dict[str, str | None]:
+        """Delete scratch agents by id, or by name when the id was never recorded; gone counts as deleted."""
+        try:
+            api = self.api()
+        except ConfigError as exc:
+            return {o.scratch_id: str(exc) for o in objects}
+        with api:
+            return {o.scratch_id: _delete(api, o) for o in objects}
+
+    @classmethod
+    def example_target(cls, workdir: Path, cases: Sequence[CaseSpec]) -> tuple[str, dict[str, Any]]:
+        return "config", {"config": EXAMPLE_CONFIG}
+
+
+def _delete(api: ElevenLabsApi, obj: ScratchObject) -> str | None:
+    """Delete one scratch agent: None when deleted or already gone, else why not."""
+    if obj.kind != "agent":
+        return f"ElevenLabs scratch objects are agents, not {obj.kind!r}"
+    try:
+        for agent_id in [obj.vendor_id] if obj.vendor_id else api.find_agents(obj.name):
+            api.delete_agent(agent_id)
+    except (VendorError, ConfigError) as exc:
+        return str(exc)
+    return None
+
+
+__all__ = ["EXAMPLE_CONFIG", "ElevenLabsChatRunner"]

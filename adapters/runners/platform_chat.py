@@ -1,0 +1,136 @@
+"""The conversation loop of a platform chat runner: our caller speaks, the platform's agent answers.
+
+A platform with a synchronous text chat (VAPI's ``POST /chat``) has no caller of its own, so the runner
+alternates: the caller (:mod:`assay.adapters.caller`) says a line, ``send`` delivers it and returns the
+agent's reply, until the caller hangs up or its turn cap is reached. :func:`converse` records:
+
+- **timings**, in seconds from the start of the conversation: a caller turn's ``t`` is when it was sent
+  and, text being sent whole, its ``end_t`` too; an agent turn's ``t`` is when the response *arrived*
+  (a synchronous API shows nothing earlier) and its ``end_t`` the same moment. So the response
+  latency the mechanisms compute (agent ``t`` minus the preceding caller ``end_t``) is the round trip
+  of one chat request, the vendor's model time included;
+- the agent's tool calls (with their results), stamped with the reply's ``t``;
+- cost (the sum of what the vendor reported; None if it reported nothing), the vendor's references
+  and payloads;
+- a vendor error (classified and retried by the client) stops the conversation: it is kept as the
+  case run's error with the partial transcript, so the case is an ERROR, never a FAIL. A
+  :class:`ConfigError` (a refused key, no caller model) is not a case's problem and propagates.
+
+:func:`scratch_object` provisions a vendor object for one run: recorded in the catalog and torn down at
+release when the run has a scratch book, else created and deleted around the block.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from assay.core.errors import VendorError
+from assay.core.evidence import CaseRun, ToolCall, Turn
+from assay.core.redact import redact
+from assay.core.runner import RunContext, new_suffix
+
+from ..caller import Caller
+
+
+@dataclass(frozen=True)
+class AgentReply:
+    """The agent's side of one exchange: what it said, the tools it called, what it cost."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    cost: float | None = None
+    ref: str | None = None
+    """The vendor's id of this exchange (a chat id)."""
+    payload: dict[str, Any] = field(default_factory=dict)
+    """The vendor's response as received (redacted before it is reported)."""
+
+
+@dataclass
+class Conversation:
+    """What one conversation produced, complete or cut short by a vendor error."""
+
+    started_at: datetime
+    transcript: list[Turn] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    cost: float | None = None
+    refs: list[str] = field(default_factory=list)
+    payloads: list[dict[str, Any]] = field(default_factory=list)
+    duration_ms: float = 0.0
+    error: str | None = None
+
+    def case_run(self, case_id: str, *, artefact: dict[str, Any] | None = None) -> CaseRun:
+        """The case run's evidence (status ``error`` with the vendor's message when cut short)."""
+        payload = {"exchanges": [_trim(p) for p in self.payloads[:-1]], "last": self.payloads[-1]} if self.payloads else None
+        return CaseRun(
+            case_id=case_id, status="error" if self.error else "executed", error=self.error,
+            transcript=self.transcript, tool_calls=self.tool_calls, artefact=artefact,
+            provider_ref=self.refs[-1] if self.refs else None,
+            provider_payload=redact(payload) if payload is not None else None,
+            cost_usd=self.cost, duration_ms=self.duration_ms, started_at=self.started_at,
+        )
+
+
+def _trim(payload: dict[str, Any]) -> dict[str, Any]:
+    """An earlier exchange's payload without the context it repeats (the last payload keeps all of it)."""
+    return {k: v for k, v in payload.items() if k != "messages"}
+
+
+def converse(caller: Caller, send: Callable[[str], AgentReply], *, heartbeat: Callable[[], None] = lambda: None,
+             clock: Callable[[], float] = time.perf_counter) -> Conversation:
+    """Alternate caller lines and agent replies until the caller hangs up (see the module docstring)."""
+    conv = Conversation(started_at=datetime.now(UTC))
+    start = clock()
+    for _ in range(caller.max_turns):
+        try:
+            line = caller.next_line(conv.transcript)
+        except VendorError as exc:
+            conv.error = f"the caller model failed: {exc}"
+            break
+        if line is None:
+            break
+        sent = clock() - start
+        conv.transcript.append(Turn(role="caller", text=line, t=sent, end_t=sent))
+        try:
+            answer = send(line)
+        except VendorError as exc:
+            conv.error = str(exc)
+            break
+        finally:
+            heartbeat()
+        arrived = clock() - start
+        conv.transcript.append(Turn(role="agent", text=answer.text, t=arrived, end_t=arrived))
+        conv.tool_calls += [call.model_copy(update={"t": arrived}) for call in answer.tool_calls]
+        if answer.cost is not None:
+            conv.cost = (conv.cost or 0.0) + answer.cost
+        if answer.ref:
+            conv.refs.append(answer.ref)
+        conv.payloads.append(answer.payload)
+    conv.duration_ms = (clock() - start) * 1000
+    return conv
+
+
+@contextmanager
+def scratch_object(ctx: Any, kind: str, create: Callable[[str], str], delete: Callable[[str], None],
+                   *, label: str = "") -> Iterator[str]:
+    """The vendor id of a new scratch object of ``kind`` for the block.
+
+    With a :class:`RunContext` that keeps a scratch book, the object is recorded before it is created and
+    torn down at release by :func:`assay.core.runner.drive` (or the reaper, after a crash). With a bare
+    heartbeat (a runner executed outside ``drive``), it is created here and deleted when the block ends.
+    """
+    if isinstance(ctx, RunContext) and ctx.scratch is not None:
+        yield ctx.provision(kind, create, label=label).vendor_id  # type: ignore[misc]
+        return
+    vendor_id = create(f"assay-adhoc-{kind}-{label or new_suffix()}")
+    try:
+        yield vendor_id
+    finally:
+        delete(vendor_id)
+
+
+__all__ = ["AgentReply", "Conversation", "converse", "scratch_object"]

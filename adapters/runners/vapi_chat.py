@@ -1,0 +1,156 @@
+"""``vapi_chat``: the platform chat runner on VAPI. Our caller talks to a scratch VAPI assistant by text.
+
+Its run target is a compiled assistant config (``{"config": {...}}``, :class:`~assay.core.compiled.CompiledConfig`).
+Per run, one scratch assistant is made from it (:func:`assay.adapters.vapi.assistant_body`), provisioned
+through the run context so the catalog knows its name before VAPI does and it is deleted at release,
+also when the run fails, and by the reaper when the process died. Per case, a multi-turn chat: the
+caller (scripted turns, else our caller simulator) speaks, each turn is one ``POST /chat`` chained to the
+last by ``previousChatId`` (:func:`~.platform_chat.converse` records the timings).
+
+Evidence per case run: the transcript with timings, the tool calls with their results, the cost VAPI
+reported, ``provider_ref`` = the last chat's id, the chats (redacted) as ``provider_payload``, and the
+config as the artefact. VAPI's chat judges nothing: our mechanisms (transcript, tool, rubric) do.
+
+Errors: a vendor error that survives the client's retries, or a permanent one, makes that case run an
+ERROR with VAPI's message (never a FAIL); a refused key fails the whole run naming ``ASSAY_VAPI_API_KEY``;
+a malformed config makes every case run an ERROR naming the field, and creates nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, ClassVar
+
+from assay.core.compiled import CompiledConfig, config_problems
+from assay.core.errors import ConfigError, RunnerError, VendorError
+from assay.core.evidence import CaseRun, Report
+from assay.core.mechanisms import mechanisms_of
+from assay.core.redact import redact
+from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob, ScratchObject
+from assay.core.settings import Settings
+
+from ..caller import DEFAULT_MAX_TURNS, Caller, caller_client, caller_for
+from ..http import RetryPolicy
+from ..vapi import VapiApi, assistant_body
+from .platform_chat import AgentReply, converse, scratch_object
+
+EXAMPLE_CONFIG: dict[str, Any] = {
+    "name": "Example main line",
+    "prompt": "You answer calls for {{business_name}}. Ask for the caller's ZIP code and check the service area "
+    "with check_service_area before booking.",
+    "variables": {"business_name": "Example Plumbing"},
+    "tools": [{"name": "check_service_area", "description": "Is a ZIP code inside the service area?",
+               "parameters": {"type": "object", "properties": {"zip": {"type": "string"}}, "required": ["zip"]}}],
+    "first_message": "Thanks for calling {{business_name}}.",
+}
+
+
+def situation_of(case: CaseSpec) -> dict[str, Any]:
+    """A case's situation (who calls, what they want, ...) from its snapshot (``content.situation``)."""
+    inner = case.content.get("content")
+    situation = (inner if isinstance(inner, dict) else case.content).get("situation")
+    return dict(situation) if isinstance(situation, dict) else {}
+
+
+class VapiChatRunner(Runner):
+    """Chats with a scratch VAPI assistant built from the compiled config; one conversation per case."""
+
+    name: ClassVar[str] = "vapi_chat"
+    mechanisms: ClassVar[frozenset[str]] = mechanisms_of("transcript", "tool", "rubric")
+    synchronous: ClassVar[bool] = True
+    target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
+
+    def __init__(self, settings: Settings | None = None, *, model: dict[str, str] | None = None,
+                 max_turns: int = DEFAULT_MAX_TURNS, retry: RetryPolicy | None = None,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._settings = settings
+        self.model = model
+        """The assistant's model (``{"provider", "model"}``); VAPI's default for us when None."""
+        self.max_turns = max_turns
+        self.retry = retry or RetryPolicy()
+        self.sleep = sleep
+
+    @property
+    def settings(self) -> Settings:
+        """The settings given, else read from the environment (``ASSAY_*``) when first needed."""
+        return self._settings if self._settings is not None else Settings()
+
+    def api(self) -> VapiApi:
+        return VapiApi.from_settings(self.settings, retry=self.retry, sleep=self.sleep)
+
+    def execute(self, job: RunJob, heartbeat: Heartbeat) -> Iterator[Report]:
+        if job.target_kind not in self.target_kinds:
+            raise RunnerError(f"runner {self.name!r} chats with a compiled config; run {job.run_id} targets a {job.target_kind!r}")
+        problems = config_problems(job.target)
+        if problems:
+            error = "compiled config is malformed: " + "; ".join(problems)
+            yield Report.from_case_runs(f"{job.run_id}:{self.name}:0",
+                                        [CaseRun(case_id=c.case_id, status="error", error=error) for c in job.cases])
+            return
+        raw = job.target["config"]
+        config = CompiledConfig.model_validate(raw)
+        settings = self.settings
+        with ExitStack() as stack:
+            callers = self._callers(job.cases, settings, stack)  # a missing caller model fails before anything is created
+            api = stack.enter_context(self.api())
+            create = lambda name: api.create_assistant(assistant_body(config, name, self.model))  # noqa: E731
+            assistant_id = stack.enter_context(scratch_object(heartbeat, "assistant", create, api.delete_assistant))
+            for batch_no, start in enumerate(range(0, len(job.cases), self.batch_size)):
+                runs = [self._case_run(api, assistant_id, case, callers[case.case_id], heartbeat, redact(raw))
+                        for case in job.cases[start : start + self.batch_size]]
+                yield Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}", runs)
+
+    def _callers(self, cases: Sequence[CaseSpec], settings: Settings, stack: ExitStack) -> dict[str, Caller]:
+        client = None
+        if any(not situation_of(c).get("turns") for c in cases):
+            client = caller_client(settings)
+            if client is not None:
+                stack.callback(client.close)
+        return {c.case_id: caller_for(situation_of(c), settings, client=client, case=c.case_key, max_turns=self.max_turns)
+                for c in cases}
+
+    @staticmethod
+    def _case_run(api: VapiApi, assistant_id: str, case: CaseSpec, caller: Caller, heartbeat: Heartbeat,
+                  artefact: dict[str, Any]) -> CaseRun:
+        previous: str | None = None
+
+        def send(text: str) -> AgentReply:
+            nonlocal previous
+            answer = api.chat(assistant_id, text, previous)
+            previous = answer.ref
+            return answer
+
+        return converse(caller, send, heartbeat=heartbeat).case_run(case.case_id, artefact=artefact)
+
+    def teardown(self, objects: Sequence[ScratchObject]) -> dict[str, str | None]:
+        """Delete scratch assistants by id, or by name when the id was never recorded; gone counts as deleted."""
+        try:
+            api = self.api()
+        except ConfigError as exc:
+            return {o.scratch_id: str(exc) for o in objects}
+        with api:
+            return {o.scratch_id: delete_scratch(api, o) for o in objects}
+
+    @classmethod
+    def example_target(cls, workdir: Path, cases: Sequence[CaseSpec]) -> tuple[str, dict[str, Any]]:
+        return "config", {"config": EXAMPLE_CONFIG}
+
+
+def delete_scratch(api: VapiApi, obj: ScratchObject) -> str | None:
+    """Delete one scratch assistant or eval at VAPI: None when deleted or already gone, else why not."""
+    by_kind = {"assistant": (api.delete_assistant, api.find_assistants), "eval": (api.delete_eval, api.find_evals)}
+    if obj.kind not in by_kind:
+        return f"VAPI scratch objects are assistants and evals, not {obj.kind!r}"
+    delete, find = by_kind[obj.kind]
+    try:
+        for vendor_id in [obj.vendor_id] if obj.vendor_id else find(obj.name):
+            delete(vendor_id)
+    except (VendorError, ConfigError) as exc:
+        return str(exc)
+    return None
+
+
+__all__ = ["EXAMPLE_CONFIG", "VapiChatRunner", "delete_scratch", "situation_of"]

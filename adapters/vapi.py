@@ -1,0 +1,268 @@
+"""VAPI, translated in one place: our compiled config and assertions out, VAPI's chats and eval runs back.
+
+Outbound: a compiled config becomes an assistant (:func:`assistant_body`: the prompt with its
+variables filled as the system message, tools as ``{type: "function", function: {...}}``, the first
+message, a model from the runner's options); an assertion with a home in VAPI's evals becomes a judge
+plan (:func:`judge_plan`); a case's caller turns become a ``chat.mockConversation`` eval
+(:func:`mock_conversation`). Inbound: a chat response becomes the agent's reply with its tool calls
+paired with their results (:func:`chat_reply`); an eval run's result becomes a transcript
+(:func:`eval_transcript`).
+
+:class:`VapiApi` is the only thing that talks to VAPI, through :class:`~assay.adapters.http.VendorClient`
+(classified errors, retries, ``Retry-After``). A refused key (401/403) is a :class:`ConfigError` naming
+``ASSAY_VAPI_API_KEY``, never the key. VAPI limits names (assistants 40 characters, evals 80), so a
+scratch object's name is sent as :func:`vendor_name`, a short digest of it that teardown can recompute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from assay.core.compiled import PLACEHOLDER, CompiledConfig
+from assay.core.errors import ConfigError, MalformedResponseError, PermanentVendorError
+from assay.core.evidence import ToolCall, Turn
+from assay.core.runner import AssertionSpec
+from assay.core.settings import Settings
+
+from .runners.platform_chat import AgentReply
+
+VENDOR = "vapi"
+DEFAULT_MODEL: dict[str, str] = {"provider": "openai", "model": "gpt-4o"}
+"""The assistant's model unless the runner is told otherwise (a runner option, not the definition's)."""
+KEY_SETTING = "ASSAY_VAPI_API_KEY"
+ANY_REPLY = "/.*/"
+"""The judge plan of a checkpoint that only lets the agent speak: every reply matches."""
+
+
+def vendor_name(scratch_name: str) -> str:
+    """The short, stable name a scratch object is created under at VAPI (30 characters)."""
+    return "assay-" + hashlib.sha256(scratch_name.encode()).hexdigest()[:24]
+
+
+def resolve(text: str, variables: dict[Any, Any]) -> str:
+    """``text`` with each ``{{variable}}`` that has a non-empty value filled in; others left as written."""
+    def fill(m: re.Match[str]) -> str:
+        value = variables.get(m.group(1))
+        return m.group(0) if value is None or value == "" else str(value)
+    return PLACEHOLDER.sub(fill, text)
+
+
+def assistant_body(config: CompiledConfig, name: str, model: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ``POST /assistant`` body for a compiled config, under VAPI name ``vendor_name(name)``."""
+    tools = []
+    for tool in config.tools:
+        extra = tool.model_extra or {}
+        function: dict[str, Any] = {"name": tool.name, "description": tool.description,
+                                    "parameters": extra.get("parameters") or {"type": "object", "properties": {}}}
+        tools.append({"type": "function", "function": function})
+    model_body: dict[str, Any] = {**(model or DEFAULT_MODEL),
+                                  "messages": [{"role": "system", "content": resolve(config.prompt, config.variables)}]}
+    if tools:
+        model_body["tools"] = tools
+    body: dict[str, Any] = {"name": vendor_name(name), "model": model_body, "metadata": {"assay_scratch": name}}
+    if config.first_message:
+        body["firstMessage"] = resolve(config.first_message, config.variables)
+    return body
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments as an object; text that is not a JSON object is kept under ``_unparsed``."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or raw == "":
+        return {}
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"_unparsed": raw}
+
+
+def _result(content: Any) -> Any:
+    if not isinstance(content, str):
+        return content
+    try:
+        return json.loads(content)
+    except ValueError:
+        return content
+
+
+def chat_reply(response: Any) -> AgentReply:
+    """A ``POST /chat`` response read as the agent's reply; MalformedResponseError when it is not the documented shape."""
+    if not isinstance(response, dict) or not isinstance(response.get("id"), str) or not isinstance(response.get("output"), list):
+        raise MalformedResponseError(VENDOR, 200, "the chat response has no 'id' or no 'output' list")
+    texts, calls, results = [], [], {}
+    for message in response["output"]:
+        if not isinstance(message, dict):
+            raise MalformedResponseError(VENDOR, 200, f"a chat output message is not an object: {message!r}"[:200])
+        if message.get("role") == "tool":
+            results[message.get("tool_call_id")] = _result(message.get("content"))
+        elif message.get("role") == "assistant":
+            if message.get("content"):
+                texts.append(str(message["content"]))
+            calls += [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+    tool_calls = [
+        ToolCall(name=str((c.get("function") or {}).get("name") or ""), arguments=_arguments((c.get("function") or {}).get("arguments")),
+                 result=results.get(c.get("id")))
+        for c in calls
+    ]
+    cost = response.get("cost")
+    return AgentReply("\n".join(texts), tool_calls, float(cost) if isinstance(cost, int | float) else None,
+                      response["id"], response)
+
+
+# -------------------------------------------------------------------------------- evals
+
+def _js_literal(pattern: str, case_insensitive: bool) -> str:
+    """A pattern as VAPI's regex judge plans write it: ``/pattern/flags`` (named groups in JavaScript's syntax)."""
+    return f"/{pattern.replace('(?P<', '(?<')}/{'i' if case_insensitive else ''}"
+
+
+JUDGE_INSTRUCTIONS = (
+    "You judge a conversation between a caller and a phone assistant.\n\nConversation:\n{{{{messages}}}}\n\n"
+    "Criterion: {rubric}\n\nAnswer with exactly one word: pass if the criterion holds for the assistant, fail otherwise."
+)
+
+
+def judge_plan(assertion: AssertionSpec, judge_model: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The VAPI judge plan for an assertion, or None when it has no home in VAPI's evals.
+
+    ``transcript.contains`` and ``transcript.regex`` said by the agent become ``regex`` plans (a contains
+    is its text escaped: VAPI's ``exact`` plan compares the whole reply, which is not a contains);
+    ``rubric`` becomes an ``ai`` plan whose judge sees the whole conversation. Text on other roles, and
+    every other mechanism, has no home: VAPI judges only the assistant's messages.
+    """
+    p = assertion.params
+    if assertion.mechanism in ("transcript.contains", "transcript.regex") and p.get("role") == "agent":
+        pattern = re.escape(p["text"]) if assertion.mechanism == "transcript.contains" else p["text"]
+        content = _js_literal(pattern, bool(p.get("case_insensitive")))
+        return {"type": "regex", "content": content} if len(content) <= 1000 else None
+    if assertion.mechanism == "rubric":
+        model = {**(judge_model or DEFAULT_MODEL),
+                 "messages": [{"role": "system", "content": JUDGE_INSTRUCTIONS.format(rubric=p["rubric"])}]}
+        return {"type": "ai", "model": model}
+    return None
+
+
+def mock_conversation(name: str, caller_turns: list[str], plan: dict[str, Any]) -> dict[str, Any]:
+    """A ``chat.mockConversation`` eval: each caller turn is followed by the agent's reply; the reply to the
+    last caller turn is judged by ``plan``, earlier replies only let the agent speak (:data:`ANY_REPLY`)."""
+    messages: list[dict[str, Any]] = []
+    for k, turn in enumerate(caller_turns):
+        messages.append({"role": "user", "content": turn[:1000]})
+        last = k == len(caller_turns) - 1
+        messages.append({"role": "assistant", "judgePlan": plan if last else {"type": "regex", "content": ANY_REPLY}})
+    return {"type": "chat.mockConversation", "name": vendor_name(name), "messages": messages}
+
+
+def eval_transcript(result: dict[str, Any]) -> tuple[list[Turn], list[ToolCall]]:
+    """The conversation an eval run result replayed: user mocks as caller turns, assistant messages as
+    agent turns, tool calls paired with the tool message that follows. No timings: VAPI gives none."""
+    turns: list[Turn] = []
+    calls: list[ToolCall] = []
+    pending: list[int] = []
+    for message in result.get("messages") or []:
+        role, content = message.get("role"), message.get("content")
+        if role == "user":
+            turns.append(Turn(role="caller", text=str(content or "")))
+        elif role == "assistant":
+            turns.append(Turn(role="agent", text=str(content or "")))
+            for call in message.get("toolCalls") or []:
+                calls.append(ToolCall(name=str(call.get("name") or ""), arguments=_arguments(call.get("arguments") or {})))
+                pending.append(len(calls) - 1)
+        elif role == "tool" and pending:
+            k = pending.pop(0)
+            calls[k] = calls[k].model_copy(update={"result": _result(content)})
+    return turns, calls
+
+
+# -------------------------------------------------------------------------------- the API
+
+class VapiApi:
+    """VAPI's endpoints that Assay uses, over one :class:`~assay.adapters.http.VendorClient`."""
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **client_options: Any) -> "VapiApi":
+        from .http import VendorClient
+
+        if settings.vapi_api_key is None:
+            raise ConfigError(f"VAPI needs a private key: set {KEY_SETTING}")
+        headers = {"Authorization": f"Bearer {settings.vapi_api_key.get_secret_value()}"}
+        return cls(VendorClient(VENDOR, settings.vapi_base_url, headers, **client_options))
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> "VapiApi":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        try:
+            return self.client.request(method, path, json_body=body, params=params)
+        except PermanentVendorError as exc:
+            if exc.status in (401, 403):
+                raise ConfigError(f"VAPI refused the key (HTTP {exc.status}: {exc.vendor_message}); "
+                                  f"check {KEY_SETTING}") from None
+            raise
+
+    def _created_id(self, answer: Any, what: str) -> str:
+        if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
+            raise MalformedResponseError(VENDOR, 201, f"the created {what} has no 'id'")
+        return answer["id"]
+
+    def _delete(self, path: str) -> None:
+        try:
+            self._call("DELETE", path)
+        except PermanentVendorError as exc:
+            if exc.status != 404:  # already gone counts as deleted
+                raise
+
+    def create_assistant(self, body: dict[str, Any]) -> str:
+        return self._created_id(self._call("POST", "/assistant", body), "assistant")
+
+    def delete_assistant(self, assistant_id: str) -> None:
+        self._delete(f"/assistant/{assistant_id}")
+
+    def find_assistants(self, scratch_name: str) -> list[str]:
+        """Ids of the assistants created under ``scratch_name`` (``GET /assistant``, a bare array, newest 1000)."""
+        listed = self._call("GET", "/assistant", params={"limit": 1000})
+        return [a["id"] for a in listed or [] if isinstance(a, dict) and a.get("name") == vendor_name(scratch_name)]
+
+    def chat(self, assistant_id: str, text: str, previous_chat_id: str | None = None) -> AgentReply:
+        body: dict[str, Any] = {"assistantId": assistant_id, "input": text}
+        if previous_chat_id:
+            body["previousChatId"] = previous_chat_id
+        return chat_reply(self._call("POST", "/chat", body))
+
+    def create_eval(self, body: dict[str, Any]) -> str:
+        return self._created_id(self._call("POST", "/eval", body), "eval")
+
+    def delete_eval(self, eval_id: str) -> None:
+        self._delete(f"/eval/{eval_id}")
+
+    def find_evals(self, scratch_name: str) -> list[str]:
+        listed = self._call("GET", "/eval", params={"limit": 1000}) or {}
+        return [e["id"] for e in listed.get("results") or [] if e.get("name") == vendor_name(scratch_name)]
+
+    def run_eval(self, eval_id: str, assistant_id: str) -> str:
+        body = {"type": "eval", "evalId": eval_id, "target": {"type": "assistant", "assistantId": assistant_id}}
+        return self._created_id(self._call("POST", "/eval/run", body), "eval run")
+
+    def eval_run(self, run_id: str) -> dict[str, Any]:
+        answer = self._call("GET", f"/eval/run/{run_id}")
+        if not isinstance(answer, dict) or answer.get("status") not in ("queued", "running", "ended"):
+            raise MalformedResponseError(VENDOR, 200, "the eval run has no status queued, running or ended")
+        return answer
+
+
+__all__ = ["DEFAULT_MODEL", "KEY_SETTING", "VapiApi", "assistant_body", "chat_reply", "eval_transcript",
+           "judge_plan", "mock_conversation", "resolve", "vendor_name"]

@@ -1,0 +1,112 @@
+"""Re-scoring: a criteria version (or a candidate spec) applied to a suite's judged history — a query.
+
+Calls neither a runner nor the judge. It reads the catalog (the suite, its criteria, its finalised runs
+and their stamped verdicts) and the lake's per-(run, assertion key) counts, which every judging pass
+keeps up to date (:mod:`assay.storage.state`), and writes nothing unless asked to materialise.
+
+This module is the whole of ``assay rescore``'s path, kept apart from judging so the command imports
+only what a query needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from assay.core.criteria import CriteriaSpec, resolve
+from assay.core.ids import content_hash, id_code, name_code
+from assay.storage.catalog.assertions import criteria_spec, stamped_verdicts
+from assay.storage.catalog.runs import finalised_runs, find_suite, suite_assertion_keys
+from assay.storage.lake import FileFilter, codes
+from assay.transforms.rescore import counted_run_verdicts
+from assay.transforms.verdicts import VERDICT_COLUMNS, flips, run_verdicts
+
+from .workspace import Workspace
+
+
+def current_atoms(ws: Workspace, run_ids: Sequence[str], suite_id: str | None = None) -> pl.LazyFrame:
+    """The current atoms (each case run's latest outcome's) of ``run_ids``, read from the lake's state."""
+    where = FileFilter(suites=[suite_id]) if suite_id else FileFilter(runs=run_ids)
+    return ws.lake.scan("current_results", where).filter(pl.col("run_id").is_in(list(run_ids)))
+
+
+def _iso(column: str) -> pl.Expr:
+    """A UTC timestamp as ISO 8601 text, as ``datetime.isoformat`` writes it."""
+    return pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6f+00:00")
+
+
+def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSpec, keys: set[str]) -> pl.DataFrame:
+    """Each run's verdict under ``spec``, from the per-(run, key) counts the lake keeps (the suite's files only).
+
+    Codes are 64 bits of each id or name; should two of the suite's runs or keys ever share one, the
+    verdicts are computed from the text columns instead (same rules, slower).
+    """
+    where = FileFilter(suites=[suite_id])
+    by_code = {id_code(r): r for r in run_ids}
+    key_codes = {k: name_code(k) for k in keys | set(spec.required) | set(spec.ignore)
+                 | {k for g in spec.threshold for k in g.keys}}
+    if len(by_code) < len(run_ids) or len(set(key_codes.values())) < len(key_codes):
+        return ws.lake.collect(run_verdicts(current_atoms(ws, run_ids, suite_id), spec), "current_results", where)
+    with ws.engine.connect() as conn:
+        names = codes.names_of(conn)
+    counts = ws.lake.scan("run_key_counts", where).filter(pl.col("run").is_in(list(by_code)))
+    coded = ws.lake.collect(counted_run_verdicts(counts, spec, key_codes, names), "run_key_counts", where)
+    run_ids_of = pl.DataFrame({"run": list(by_code), "run_id": list(by_code.values())})
+    return coded.join(run_ids_of, on="run").select("run_id", *VERDICT_COLUMNS).sort("run_id")
+
+
+def rescore(
+    ws: Workspace,
+    suite: str,
+    consumer: str,
+    *,
+    version: int | None = None,
+    spec: CriteriaSpec | None = None,
+    run_ids: Sequence[str] | None = None,
+    materialise: bool = False,
+) -> dict[str, Any]:
+    """Apply a criteria version (or a candidate spec) to the suite's judged history.
+
+    Reports every run's verdict under it and which runs flip against their stamped verdict for this
+    consumer. It writes nothing unless ``materialise``, which appends the verdicts to the lake's
+    ``verdicts`` table.
+    """
+    with ws.engine.connect() as conn:
+        s = find_suite(conn, suite)
+        if spec is None:
+            version, spec = criteria_spec(conn, s.suite_id, consumer, version)
+            label = f"v{version}"
+        else:
+            label = "candidate"
+        keys = suite_assertion_keys(conn, s.suite_id)
+        resolve(consumer, spec, keys)
+        rows = finalised_runs(conn, s.suite_id, run_ids)
+        stamped = stamped_verdicts(conn, s.suite_id, consumer)
+    runs = pl.DataFrame({"run_id": [r.run_id for r in rows], "created_at": [r.created_at for r in rows]},
+                        schema={"run_id": pl.String, "created_at": pl.Datetime("us", "UTC")})
+    stamps = pl.DataFrame({"run_id": list(stamped), "stamped": [v[0] for v in stamped.values()],
+                           "stamped_version": [v[1] for v in stamped.values()]},
+                          schema={"run_id": pl.String, "stamped": pl.String, "stamped_version": pl.Int64})
+    verdicts = _rescored(ws, s.suite_id, runs["run_id"].to_list(), spec, keys)
+    table = (verdicts.select("run_id", "verdict", "reason")
+             .join(stamps, on="run_id", how="left")
+             .join(runs, on="run_id", how="left")
+             .sort("run_id"))
+    flipped = flips(verdicts, table.select("run_id", "stamped").drop_nulls()) if stamps.height else pl.DataFrame()
+    if materialise and verdicts.height:
+        from assay.storage.judgments import write_verdicts
+
+        where = pl.DataFrame({"run_id": [r.run_id for r in rows], "team_id": [r.team_id for r in rows],
+                              "date": [r.lake_date for r in rows]})
+        write_verdicts(ws.lake, verdicts.join(where, on="run_id"), suite_id=s.suite_id, consumer=consumer,
+                       criteria=label, spec_hash=content_hash(spec.model_dump()))
+    return {
+        "suite": f"{s.team_id}/{s.suite_key}", "consumer": consumer, "criteria": label, "spec": spec.model_dump(),
+        "runs": table.select("run_id", "verdict", "reason", "stamped", _iso("created_at"), "stamped_version").to_dicts(),
+        "flips": flipped.to_dicts() if flipped.height else [],
+    }
+
+
+__all__ = ["current_atoms", "rescore"]
