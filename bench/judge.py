@@ -25,9 +25,7 @@ RUBRICS = [
 
 def _workspace(name: str, calls: int, url: str, model: str, concurrency: int):
     """A workspace with one suite of ``calls`` recorded calls and two rubric assertions, and its ingested run."""
-    from assay.core.settings import Settings
     from assay.flows import operations as ops
-    from assay.flows.workspace import Workspace
 
     work = workdir(name)
     write_call_set(work / "calls.jsonl", calls)

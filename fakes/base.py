@@ -131,7 +131,7 @@ class FakeVendor:
 
             do_GET = do_POST = do_DELETE = do_PATCH = do_PUT = _serve
 
-        self._server = ThreadingHTTPServer((self._host, self._port), _Handler)
+        self._server = _Server((self._host, self._port), _Handler)
         self._server.daemon_threads = True
         # A short poll interval: stop() returns within 50 ms instead of the default half second.
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"fake-{self.name}",
@@ -226,6 +226,12 @@ class FakeVendor:
             self.reset()
             return 200, {}, {}
         return 404, {"error": f"no control endpoint {req.method} {req.path}"}, {}
+
+
+class _Server(ThreadingHTTPServer):
+    """A listen backlog for many concurrent clients (the default, 5, drops connections under a burst)."""
+
+    request_queue_size = 128
 
 
 class _Malformed:

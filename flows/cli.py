@@ -50,7 +50,8 @@ def _emit(schema: str, body: dict[str, Any], as_json: bool) -> bool:
     if as_json:  # orjson (a Prefect dependency): a re-score of thousands of runs prints in milliseconds
         import orjson
 
-        sys.stdout.buffer.write(orjson.dumps(document(schema, body), default=str, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(orjson.dumps(document(schema, body), default=str,
+                                                     option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
         sys.stdout.flush()
     return as_json
 

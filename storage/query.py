@@ -32,7 +32,8 @@ from . import views
 from .catalog import tables as catalog
 from .catalog.tables import UtcDateTime
 from .lake.remote import register_filesystem
-from .lake.tables import PARTITIONS, TABLES
+from .lake.schema import PARTITIONS
+from .lake.tables import TABLES
 
 if TYPE_CHECKING:
     import duckdb

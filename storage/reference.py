@@ -27,7 +27,8 @@ import sqlalchemy as sa
 from assay.core.evidence import CaseRun, Evaluation
 
 from . import views
-from .lake.tables import PARTITIONS, TABLES, LakeTable
+from .lake.schema import PARTITIONS, LakeTable
+from .lake.tables import TABLES
 from .query import CATALOG_TABLES, blank
 
 if TYPE_CHECKING:

@@ -8,17 +8,8 @@ files make up each table; ``TABLES`` is the registry of tables (schema, natural 
 from . import codes, manifest
 from .manifest import FileFilter, LakeFile
 from .store import Lake, LakeLayoutError
-from .tables import (
-    ASSERTION_RESULTS,
-    CASE_RUNS,
-    CURRENT_RESULTS,
-    OUTCOMES,
-    PARTITIONS,
-    RUNNER_EVALUATIONS,
-    TABLES,
-    LakeTable,
-    lake_table,
-)
+from .schema import PARTITIONS, LakeTable, lake_table
+from .tables import ASSERTION_RESULTS, CASE_RUNS, CURRENT_RESULTS, OUTCOMES, RUNNER_EVALUATIONS, TABLES
 
 __all__ = [
     "ASSERTION_RESULTS", "CASE_RUNS", "CURRENT_RESULTS", "OUTCOMES", "PARTITIONS", "RUNNER_EVALUATIONS", "TABLES",

@@ -25,7 +25,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from assay.core.errors import EvidenceError
 
-from .tables import PARTITIONS
+from .schema import PARTITIONS
 
 if TYPE_CHECKING:
     import duckdb

@@ -39,7 +39,8 @@ from assay.core.ids import identifier
 from . import manifest
 from .manifest import FileFilter, LakeFile
 from .remote import scan_files
-from .tables import TABLES, LakeTable, conform, validate
+from .schema import LakeTable, conform, validate
+from .tables import TABLES
 
 if TYPE_CHECKING:
     from assay.core.settings import Settings

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from vapi_kit import case_runs, evaluations, run, scratch_rows, seed
+from runner_kit import case_runs, evaluations, run, scratch_rows, seed
 
 from assay.adapters import elevenlabs as el
 from assay.adapters.runners.elevenlabs_chat import ElevenLabsChatRunner

@@ -271,6 +271,8 @@ BAD_LINES = [
                  id="turn-without-text"),
     pytest.param(call("c2", transcript=[_turn(t="soon")]), "transcript[0].t", "expected a number of seconds",
                  id="turn-time-not-a-number"),
+    pytest.param(call("c2", transcript=[_turn(t=1.0), _turn("caller", end_t="2s")]), "transcript[1].end_t",
+                 "expected a number of seconds", id="turn-end-not-a-number"),
     pytest.param(call("c2", tool_calls=[{"arguments": {}}]), "tool_calls[0].name", "required", id="tool-without-name"),
     pytest.param(call("c2", tool_calls=[{"name": "x", "args": {}}]), "tool_calls[0].args",
                  "allowed fields are name, arguments, result, is_error, t", id="tool-unknown-field"),

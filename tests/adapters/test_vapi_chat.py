@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from pydantic import SecretStr
-from vapi_kit import case_runs, run, scratch_rows, seed
+from runner_kit import case_runs, run, scratch_rows, seed
 
 from assay.adapters.http import RetryPolicy
 from assay.adapters.runners.vapi_chat import EXAMPLE_CONFIG, VapiChatRunner

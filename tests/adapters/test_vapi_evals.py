@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 import sqlalchemy as sa
 from pydantic import SecretStr
-from vapi_kit import case_runs, evaluations, run, scratch_rows, seed
+from runner_kit import case_runs, evaluations, run, scratch_rows, seed
 
 from assay.adapters.runners.vapi_chat import EXAMPLE_CONFIG
 from assay.adapters.runners.vapi_evals import VapiEvalsRunner, caller_turns

@@ -51,7 +51,8 @@ def _random_case_runs(rng: random.Random, n: int) -> tuple[list[dict], list[dict
         failed = rng.random() < 0.04
         transcript = None if rng.random() < 0.04 else [
             {"role": rng.choice(["caller", "agent", "agent", "system", None]), "text": _random_text(rng),
-             "t": rng.choice([2.0 * j] * 30 + [None, math.nan]), "end_t": rng.choice([None, math.nan, *[2.0 * j + 0.1 * s for s in range(1, 19)] * 3])}
+             "t": rng.choice([2.0 * j] * 30 + [None, math.nan]),  # replies 0.1 s to 1.9 s after the caller ends
+             "end_t": rng.choice([None, math.nan, *[2.0 * j + 0.1 * s for s in range(1, 19)] * 3])}
             for j in range(rng.randint(0, 9))]
         calls = None if rng.random() < 0.04 else [
             {"name": rng.choice(TOOL_NAMES), "arguments": rng.choice(ARGUMENTS), "result": None, "is_error": False, "t": 1.0}

@@ -1,4 +1,4 @@
-"""Shared by the VAPI runner tests: a suite whose cases are situations, run through ``drive`` with the
+"""Shared by the vendor runner tests: a suite whose cases are situations, run through ``drive`` with the
 catalog's ledger (scratch book included), and its evidence read back from the lake."""
 
 from __future__ import annotations
