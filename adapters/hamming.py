@@ -61,11 +61,6 @@ _LINE = re.compile(r"^\s*([A-Za-z][A-Za-z ]{0,30}?)\s*:\s*(.*)$")
 REF_VERSION = 1
 
 
-def situation_of(case: CaseSpec) -> dict[str, Any]:
-    """The situation of a case as snapshotted for the run."""
-    return dict((case.content.get("content") or {}).get("situation") or {})
-
-
 def persona(situation: Mapping[str, Any]) -> dict[str, str]:
     """Hamming's caller persona for a situation: the caller's name and our caller prompt."""
     caller = str(situation.get("caller") or "A caller")
@@ -78,7 +73,7 @@ def persona(situation: Mapping[str, Any]) -> dict[str, str]:
 
 def configuration_for(case: CaseSpec, test_case_id: str) -> dict[str, Any]:
     """One case as a Hamming test configuration."""
-    situation = situation_of(case)
+    situation = case.situation
     cfg: dict[str, Any] = {"testCaseId": test_case_id, "persona": persona(situation)}
     if situation.get("world"):
         cfg["scenarioFacts"] = dict(situation["world"])
@@ -268,4 +263,4 @@ def _assertion_verdict(spec: AssertionSpec, hid: str, name: str, item: Mapping[s
 
 
 __all__ = ["ROLE", "TERMINAL", "VENDOR", "Submission", "case_runs", "persona", "resolve", "slotted",
-           "situation_of", "configuration_for", "turns"]
+           "configuration_for", "turns"]

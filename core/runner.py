@@ -41,7 +41,15 @@ class CaseSpec:
     case_id: str
     case_key: str
     content: dict[str, Any]
-    """The case's content (title, situation) as snapshotted for this run."""
+    """The case as snapshotted for this run: ``{"case_key", "title", "content": {"title", "situation"},
+    "source_recipe_id"}``."""
+
+    @property
+    def situation(self) -> dict[str, Any]:
+        """Who calls, what they want, what they must be told, what is true in the world, scripted turns."""
+        inner = self.content.get("content")
+        situation = (inner if isinstance(inner, dict) else self.content).get("situation")
+        return dict(situation) if isinstance(situation, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -207,6 +215,15 @@ class Runner(ABC):
     def collect(self, job: RunJob, provider_ref: str) -> Iterator[Report] | None:
         """Asynchronous runners: reports if the provider has finished, None if not yet."""
         raise NotImplementedError(f"runner {self.name!r} is synchronous: use execute")
+
+    def close(self) -> None:
+        """Release what the runner holds open between calls (an HTTP client). Runners that hold nothing keep this."""
+
+    def vendor_mappings(self, job: RunJob, provider_ref: str) -> Mapping[str, tuple[str, str | None]]:
+        """Asynchronous runners that send our assertions into a vendor's own slots: our assertion id ->
+        (the vendor's id, its name at submission), kept in the catalog so a renamed vendor assertion is
+        detected at collection instead of silently mis-joined. Most runners send none."""
+        return {}
 
     def teardown(self, objects: Sequence[ScratchObject]) -> dict[str, str | None]:
         """Delete these scratch objects at the vendor (found by ``vendor_id``, else by ``name``).

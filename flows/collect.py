@@ -42,12 +42,14 @@ log = logging.getLogger(__name__)
 
 def submit_run(ws: Workspace, job: RunJob, runner: Runner, *, owner: str) -> DriveResult:
     """Claim the run, submit it to the runner's vendor, keep the reference and give the lease back.
-    A submission the vendor refuses releases the run with that error (final)."""
+    A submission the vendor refuses releases the run with that error (final). The runner stays open."""
     result = DriveResult(run_id=job.run_id)
     ledger = ws.ledger
     lease = ledger.claim(job.run_id, owner, ws.settings.lease_seconds)
     try:
-        ref = runner.submit(job)
+        with LeaseKeeper(ledger, ws.settings.lease_seconds) as keeper:  # a vendor may ask us to wait
+            keeper.hold(lease)
+            ref = runner.submit(job)
     except AssayError as exc:
         result.error = str(exc)
         log.error("run %s: runner %s could not submit: %s", job.run_id, runner.name, exc)
@@ -56,20 +58,11 @@ def submit_run(ws: Workspace, job: RunJob, runner: Runner, *, owner: str) -> Dri
     except BaseException as exc:
         ledger.release(lease, error=f"{type(exc).__name__}: {exc}")
         raise
-    finally:
-        _close(runner)
-    mappings = getattr(runner, "vendor_mappings", None)
-    if callable(mappings):
-        record_vendor_mappings(ws.engine, job.run_id, runner.name, mappings(job, ref))
+    mappings = runner.vendor_mappings(job, ref)
+    if mappings:
+        record_vendor_mappings(ws.engine, job.run_id, runner.name, mappings)
     ledger.submitted(lease, ref, provider=runner.name)
     return result
-
-
-def _close(runner: Runner) -> None:
-    """Close what a runner holds open (its HTTP client), for runners that say how."""
-    close = getattr(runner, "close", None)
-    if callable(close):
-        close()
 
 
 class LeaseKeeper:
@@ -108,8 +101,11 @@ class LeaseKeeper:
                 try:
                     renewed = self.ledger.renew(lease, self.ttl)
                 except LeaseError as exc:  # the worker finds out when it next uses the lease
-                    log.warning("run %s: could not renew the lease while collecting: %s", lease.run_id, exc)
-                    self.drop(lease.run_id)
+                    with self._lock:
+                        lost = self._held.get(lease.run_id) is not None
+                        self._held.pop(lease.run_id, None)
+                    if lost:  # not merely handed back or released between the snapshot and the renewal
+                        log.warning("run %s: could not renew the lease while collecting: %s", lease.run_id, exc)
                     continue
                 with self._lock:
                     if lease.run_id in self._held:
@@ -153,7 +149,7 @@ def collect_outstanding(ws: Workspace, concurrency: int | None = None, *,
     open_runs = outstanding_runs(ws.engine, ws.ledger.clock())
     result.outstanding = len(open_runs)
     pool_of = dict(runners or {})
-    made = {r.runner: runner_class(r.runner)() for r in open_runs if r.runner not in pool_of}
+    made = {name: runner_class(name)() for name in sorted({r.runner for r in open_runs} - set(pool_of))}
     pool_of |= made
     owner = f"{owner_name()}:collect:{secrets.token_hex(3)}"
     finished = [r.run_id for r in open_runs if r.status == "released"]
@@ -171,7 +167,7 @@ def collect_outstanding(ws: Workspace, concurrency: int | None = None, *,
                 list(pool.map(work, polled))
         finally:
             for runner in made.values():
-                _close(runner)
+                runner.close()
         result.lease_renewals = keeper.renewals
     _finish(ws, [*finished, *result.collected], result)
     return result

@@ -62,7 +62,10 @@ def execute_run(
     if not runner.synchronous:
         from .collect import submit_run
 
-        return submit_run(ws, job, runner, owner=owner_name())
+        try:
+            return submit_run(ws, job, runner, owner=owner_name())
+        finally:
+            runner.close()
     return drive(
         runner, ws.ledger, job, owner=owner_name(), ttl_seconds=ws.settings.lease_seconds, on_report=on_report
     )

@@ -52,13 +52,6 @@ EXAMPLE_CONFIG: dict[str, Any] = {
 }
 
 
-def _situation(case: CaseSpec) -> dict[str, Any]:
-    """A case's situation from its snapshot (``content.situation``, or ``content.content.situation``)."""
-    inner = case.content.get("content")
-    situation = (inner if isinstance(inner, dict) else case.content).get("situation")
-    return dict(situation) if isinstance(situation, dict) else {}
-
-
 class ElevenLabsChatRunner(Runner):
     """Simulates a conversation with a scratch ElevenLabs agent built from the compiled config; one per case."""
 
@@ -123,7 +116,7 @@ class ElevenLabsChatRunner(Runner):
     def _case_run(self, api: ElevenLabsApi, agent_id: str, case: CaseSpec, config: CompiledConfig,
                   artefact: dict[str, Any]) -> CaseRun:
         started_at, began = datetime.now(UTC), time.perf_counter()
-        body = simulation_body(_situation(case), config, llm=self.llm, turns_limit=self.turns_limit,
+        body = simulation_body(case.situation, config, llm=self.llm, turns_limit=self.turns_limit,
                                scoring_mode=self.scoring_mode)
         common: dict[str, Any] = {"case_id": case.case_id, "artefact": artefact, "provider_ref": agent_id,
                                   "started_at": started_at}

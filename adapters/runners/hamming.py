@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, ClassVar
 
 from assay.core.errors import ConfigError, MalformedResponseError
@@ -33,8 +32,6 @@ from assay.core.settings import Settings
 from .. import hamming as h
 from ..http import RetryPolicy, VendorClient
 
-_ASYNC = "asynchronous: Hamming runs are submitted and collected later (submit/collect); the kit drives " \
-         "runners through execute/drive. The life cycle is tested in tests/flows/test_collect.py"
 
 
 class HammingRunner(Runner):
@@ -49,14 +46,6 @@ class HammingRunner(Runner):
     and Hamming's own evaluations. Not tool calls, not structural checks, not response latency."""
     synchronous: ClassVar[bool] = False
     target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
-    known_gaps = MappingProxyType({
-        test: _ASYNC for test in (
-            "test_no_report_without_the_lease", "test_renew_extends_and_release_ends",
-            "test_a_full_drive_stores_one_case_run_per_case", "test_duplicate_reports_change_nothing",
-            "test_a_late_report_is_dropped_and_recorded", "test_declared_mechanisms_are_honest",
-            "test_a_runner_that_dies_mid_run_times_out",
-        )
-    })
 
     def __init__(
         self,

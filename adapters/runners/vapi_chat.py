@@ -48,13 +48,6 @@ EXAMPLE_CONFIG: dict[str, Any] = {
 }
 
 
-def situation_of(case: CaseSpec) -> dict[str, Any]:
-    """A case's situation (who calls, what they want, ...) from its snapshot (``content.situation``)."""
-    inner = case.content.get("content")
-    situation = (inner if isinstance(inner, dict) else case.content).get("situation")
-    return dict(situation) if isinstance(situation, dict) else {}
-
-
 class VapiChatRunner(Runner):
     """Chats with a scratch VAPI assistant built from the compiled config; one conversation per case."""
 
@@ -105,11 +98,11 @@ class VapiChatRunner(Runner):
 
     def _callers(self, cases: Sequence[CaseSpec], settings: Settings, stack: ExitStack) -> dict[str, Caller]:
         client = None
-        if any(not situation_of(c).get("turns") for c in cases):
+        if any(not c.situation.get("turns") for c in cases):
             client = caller_client(settings)
             if client is not None:
                 stack.callback(client.close)
-        return {c.case_id: caller_for(situation_of(c), settings, client=client, case=c.case_key, max_turns=self.max_turns)
+        return {c.case_id: caller_for(c.situation, settings, client=client, case=c.case_key, max_turns=self.max_turns)
                 for c in cases}
 
     @staticmethod
@@ -153,4 +146,4 @@ def delete_scratch(api: VapiApi, obj: ScratchObject) -> str | None:
     return None
 
 
-__all__ = ["EXAMPLE_CONFIG", "VapiChatRunner", "delete_scratch", "situation_of"]
+__all__ = ["EXAMPLE_CONFIG", "VapiChatRunner", "delete_scratch"]

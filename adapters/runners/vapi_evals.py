@@ -39,7 +39,7 @@ from assay.core.settings import Settings
 from ..http import RetryPolicy
 from ..vapi import ANY_REPLY, VapiApi, assistant_body, eval_transcript, judge_plan, mock_conversation
 from .platform_chat import scratch_object
-from .vapi_chat import VapiChatRunner, situation_of
+from .vapi_chat import VapiChatRunner
 
 
 def caller_turns(situation: dict[str, Any]) -> list[str]:
@@ -103,7 +103,7 @@ class VapiEvalsRunner(VapiChatRunner):
     def _start(self, api: VapiApi, stack: ExitStack, heartbeat: Heartbeat, assistant_id: str, case: CaseSpec,
                assertions: Sequence[AssertionSpec]) -> list[_Eval]:
         """Create and start the case's evals; a vendor error is kept on the eval it stopped."""
-        turns = caller_turns(situation_of(case))
+        turns = caller_turns(case.situation)
         mine = [a for a in assertions if a.case_id in (None, case.case_id)]
         plans = [(a, plan) for a in mine if (plan := judge_plan(a, self.judge_model)) is not None]
         todo: list[tuple[AssertionSpec | None, dict[str, Any]]] = list(plans) or [(None, {"type": "regex", "content": ANY_REPLY})]

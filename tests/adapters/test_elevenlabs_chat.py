@@ -4,7 +4,6 @@ ledger, the scratch agent's life cycle, vendor errors as ERROR case runs, keys, 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,7 @@ from assay.core.settings import Settings
 from assay.storage.catalog.runs import get_run
 from assay.storage.lake import Lake
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))  # the shared fake-server helpers
-from servers import elevenlabs_env, fake_elevenlabs  # noqa: E402
+from fake_servers import elevenlabs_env, fake_elevenlabs
 
 CONFIG = {
     "name": "Acme main line",

@@ -7,9 +7,7 @@ Runner tests speak to the fake Hamming on loopback through the real HTTP client.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +21,7 @@ from assay.core.runner import AssertionSpec, CaseSpec, RunJob
 from assay.core.settings import Settings
 from assay.fakes.hamming import FakeHamming
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))  # the shared fake-server helpers
-from servers import fake_hamming, hamming_env  # noqa: E402
+from fake_servers import fake_hamming, hamming_env
 
 CATALOGUE = {"as-greet": "Greets the caller", "as-book": "Books a visit", "as-tone": "Keeps a calm tone"}
 DANA = {"caller": "Dana Whitfield, homeowner, calm but worried", "wants": "A same-day repair",

@@ -44,6 +44,8 @@ class Contract:
     runner: Runner
     ledger: CatalogLedger
     run_id: str
+    ref: str | None = None
+    """An asynchronous runner's submission, once made: later reports collect it again."""
 
     @property
     def job(self) -> RunJob:
@@ -64,6 +66,47 @@ def prepare(engine: sa.Engine, lake: Lake, runner_name: str, workdir: Path, suit
     return Contract(cls(), CatalogLedger(engine, lake), run_id)
 
 
+def reports_of(runner: Runner, job: RunJob, ctx, *, ref: str | None = None, timeout: float = 60.0) -> list:
+    """Every report the runner makes for ``job``: a synchronous runner executes it; an asynchronous one
+    submits it (unless ``ref`` names a submission already made: then this is a retried collection), then
+    is collected until its vendor has finished (renewing through ``ctx`` meanwhile)."""
+    import time
+
+    if runner.synchronous:
+        return list(runner.execute(job, ctx))
+    ref = ref or runner.submit(job)
+    deadline = time.monotonic() + timeout
+    while (reports := runner.collect(job, ref)) is None:
+        assert time.monotonic() < deadline, f"{runner.name} did not finish {job.run_id} within {timeout} s"
+        ctx()
+        time.sleep(0.05)
+    return list(reports)
+
+
+def drive_any(runner: Runner, ledger: CatalogLedger, job: RunJob, *, owner: str, ttl_seconds: float,
+              on_report=None) -> None:
+    """:func:`assay.core.runner.drive` for a synchronous runner; for an asynchronous one the same life cycle
+    in one lease: claim, submit, collect, report every batch, release."""
+    from assay.core.runner import RunContext, drive
+
+    if runner.synchronous:
+        drive(runner, ledger, job, owner=owner, ttl_seconds=ttl_seconds)
+        return
+    lease = ledger.claim(job.run_id, owner, ttl_seconds)
+
+    def renew() -> None:
+        nonlocal lease
+        lease = ledger.renew(lease, ttl_seconds)
+
+    ctx = RunContext(renew, run_id=job.run_id, runner=runner.name, scratch=ledger.scratch)
+    for report in reports_of(runner, job, ctx):
+        renew()
+        ledger.report(lease, report)
+        if on_report:
+            on_report(lease, report)
+    ledger.release(lease)
+
+
 def claim_once(url: str, lake_url: str, run_id: str, owner: str, start, results) -> None:
     """Subprocess body for the race: wait for the start signal, try to claim, report the outcome."""
     from assay.core.errors import LeaseError
@@ -82,8 +125,6 @@ def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: st
     """Subprocess body: claim with a short lease, report one batch, then die without releasing."""
     import os
 
-    from assay.core.runner import drive
-
     import duckdb  # noqa: F401  (heavy imports first, so the short lease is spent on the run itself)
     import polars  # noqa: F401
 
@@ -99,4 +140,4 @@ def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: st
         os._exit(17)  # a crash: no release, no cleanup
 
     ledger.report = report_then_die
-    drive(runner, ledger, job_for_run(engine, run_id), owner="doomed", ttl_seconds=4)
+    drive_any(runner, ledger, job_for_run(engine, run_id), owner="doomed", ttl_seconds=4)

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from factories import seed_suite
-from kit import RUNNERS, Contract, claim_once, declared_gaps, die_after_first_report, prepare
+from kit import RUNNERS, Contract, claim_once, declared_gaps, die_after_first_report, drive_any, prepare, reports_of
 
 from assay.core.errors import LeaseError
 from assay.core.mechanisms import FAMILY_EVIDENCE, MECHANISMS, family
 from assay.core.plugins import runner_class
-from assay.core.runner import TARGET_KINDS, Lease, RunContext, drive, teardown_scratch
+from assay.core.runner import TARGET_KINDS, Lease, RunContext, teardown_scratch
 from assay.storage.catalog.runs import create_run, get_run, run_details
 from assay.storage.lake import Lake
 
@@ -52,13 +53,15 @@ def lake(tmp_path: Path, engine: sa.Engine) -> Lake:
 
 
 @pytest.fixture
-def contract(engine: sa.Engine, lake: Lake, tmp_path: Path, runner_name: str) -> Contract:
+def contract(engine: sa.Engine, lake: Lake, tmp_path: Path, runner_name: str) -> Iterator[Contract]:
     suite = seed_suite(engine, criteria={})
-    return prepare(engine, lake, runner_name, tmp_path / "work", suite)
+    contract = prepare(engine, lake, runner_name, tmp_path / "work", suite)
+    yield contract
+    contract.runner.close()
 
 
 def _drive(c: Contract, ttl: float = 60) -> None:
-    drive(c.runner, c.ledger, c.job, owner="kit", ttl_seconds=ttl)
+    drive_any(c.runner, c.ledger, c.job, owner="kit", ttl_seconds=ttl)
 
 
 def _scratch_rows(c: Contract) -> list:
@@ -70,11 +73,14 @@ def _scratch_rows(c: Contract) -> list:
 
 def _reports(c: Contract) -> list:
     """Every report the runner makes for the contract's job, without the ledger's lease (and its scratch
-    objects torn down afterwards, so the fakes are left as they were found)."""
+    objects torn down afterwards, so the fakes are left as they were found). An asynchronous runner submits
+    once per contract; calling this again is a retried collection of that submission."""
     scratch = c.ledger.scratch
     ctx = RunContext(lambda: None, run_id=c.run_id, runner=c.runner.name, scratch=scratch)
+    if not c.runner.synchronous and c.ref is None:
+        c.ref = c.runner.submit(c.job)
     try:
-        return list(c.runner.execute(c.job, ctx))
+        return reports_of(c.runner, c.job, ctx, ref=c.ref)
     finally:
         teardown_scratch(c.runner, scratch, scratch.outstanding(c.run_id))
 

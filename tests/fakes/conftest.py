@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from servers import fake_vapi
+from fake_servers import fake_vapi
 
 from assay.fakes.vapi import FakeVapi
 

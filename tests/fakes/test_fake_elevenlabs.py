@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import fake_elevenlabs
+from fake_servers import fake_elevenlabs
 
 from assay.fakes.brain import LATER_REPLY
 from assay.fakes.elevenlabs import GOODBYE, FakeElevenLabs

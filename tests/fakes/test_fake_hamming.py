@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import HAMMING_KEY, fake_hamming
+from fake_servers import HAMMING_KEY, fake_hamming
 
 from assay.fakes.hamming import FakeHamming
 

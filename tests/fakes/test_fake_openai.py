@@ -6,7 +6,7 @@ import json
 
 import httpx
 import pytest
-from servers import OPENAI_KEY, fake_openai
+from fake_servers import OPENAI_KEY, fake_openai
 
 from assay.fakes.openai import DEFAULT_LINE, DEFAULT_VERDICT, FakeOpenAI, tokens
 

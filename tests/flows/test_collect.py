@@ -28,8 +28,7 @@ from assay.flows.workspace import Workspace, open_workspace
 from assay.storage.catalog import tables as t
 from assay.storage.catalog.runs import get_run, outstanding_runs, run_details, vendor_mappings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))  # the shared fake-server helpers
-from servers import fake_hamming, hamming_env  # noqa: E402
+from fake_servers import fake_hamming, hamming_env
 
 SUITE = "acme/voice"
 BUNDLE = {
@@ -257,3 +256,13 @@ def test_assay_collect_on_the_command_line(local_ws: Workspace) -> None:
     text = subprocess.run([sys.executable, "-m", "assay.flows.cli", "collect"], env=env, capture_output=True,
                           text=True, timeout=300)
     assert text.returncode == 0 and text.stdout.startswith("0 outstanding")
+
+
+def test_a_rename_at_hamming_is_an_error_verdict_with_a_warning(ws: Workspace, hamming: FakeHamming) -> None:
+    run_id = submit(ws)
+    hamming.faults.rename_assertions = {"as-greeting": "Greets the caller by name"}
+    result = collect_outstanding(ws)
+    assert result.finalised == [run_id] and len(result.warnings) == 2  # one per case run
+    assert "'Greets the caller by name'" in result.warnings[0]
+    [verdict] = verdicts_for(ws, [run_id])
+    assert verdict["verdict"] == "error" and get_run(ws.engine, run_id).outcome == "error"  # never a silent pass
