@@ -395,9 +395,9 @@ def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
 
 
 # Commands kept in modules of their own; each registers itself on the app.
-from . import cli_collect, cli_vendors  # noqa: E402
+from . import cli_collect, cli_judge, cli_vendors  # noqa: E402
 
-for _module in (cli_vendors, cli_collect):
+for _module in (cli_collect, cli_judge, cli_vendors):
     _module.register(app)
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """``assay fake-vendors``: the fake VAPI, ElevenLabs, Hamming and OpenAI-compatible servers, by hand.
 
-They are the same servers the tests start. The command prints the ``ASSAY_*`` variables that point
-Assay at them (or writes them to ``--env-file`` for ``source``) and serves until interrupted.
+They are the same servers the tests start, scripted as in ``assay demo`` (the agent checks the ZIP code
+and offers a referral; the judge and ElevenLabs disagree about it). The command prints the ``ASSAY_*``
+variables that point Assay at them (or writes them to ``--env-file`` for ``source``) and serves until
+interrupted. ``POST <url>/_fake/faults`` steers each one further (latency, 429s, 5xx bursts, ...).
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ def fake_vendors(
     """Serve fake VAPI, ElevenLabs, Hamming and OpenAI-compatible APIs on loopback, for trying Assay offline."""
     from assay.fakes.serve import running, settings_env
 
+    from .demo_vendors import steer
+
     with running(port_base=port_base) as fakes:
+        steer(fakes)
         lines = [f"export {k}='{v}'" for k, v in settings_env(fakes).items()]
         for vendor, fake in fakes.items():
             typer.echo(f"# {vendor}: {fake.url}  (control: {fake.url}/_fake/faults, /_fake/inventory)")

@@ -1,4 +1,5 @@
-"""``assay demo``: load the demo bundle, run both demo suites, show what ran and what was stored."""
+"""``assay demo``: load the demo bundle, run its suites, show what ran and what was stored, change the
+bundle and show what each tier costs, then run one situation on three vendors (fakes on loopback)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,20 @@ SUITES = ("acme-plumbing/main-line", "northside-hvac/recorded-calls")
 
 
 def run_demo(console: Console, quiet: bool = False, reset: bool = False) -> dict[str, Any]:
+    """The whole demo, with the fake vendors (and, unless one is configured, the fake judge) running."""
+    from .demo_vendors import fake_vendors
+
+    with fake_vendors():
+        return _run_demo(console, quiet, reset)
+
+
+def _run_demo(console: Console, quiet: bool, reset: bool) -> dict[str, Any]:
     from . import operations as ops
     from .judging import judge_runs, verdicts_for
     from .rescoring import rescore
     from .planning import plan
     from .render import print_judged, print_load, print_plan, print_rescore, print_run, print_verdicts, run_with_progress
+    from .demo_vendors import SUITE as VENDOR_SUITE, run_on_every_vendor
     from .workspace import open_workspace
 
     ws = _fresh_workspace(open_workspace(), reset)
@@ -64,6 +74,10 @@ def run_demo(console: Console, quiet: bool = False, reset: bool = False) -> dict
     if not quiet:
         print_run(console, rerun)
         print_verdicts(console, verdicts_for(ws, [rerun["run_id"]]))
+        say(f"\n[bold]7. One situation, three vendors[/] ({VENDOR_SUITE} on VAPI, ElevenLabs and Hamming — fakes "
+            "on loopback; the rubric judged by our judge)")
+    vendors = run_on_every_vendor(console, ws, quiet=quiet)
+    if not quiet:
         say(
             f"\nNext, with ASSAY_HOME={ws.settings.home}: `assay runs list`, `assay verdicts RUN --cases`, "
             "`assay rescore SUITE --consumer C --spec FILE`, or query the lake with DuckDB "
@@ -72,6 +86,7 @@ def run_demo(console: Console, quiet: bool = False, reset: bool = False) -> dict
     return {
         "loaded": loaded, "runs": runs, "stored": stored, "verdicts": before, "plan": planned,
         "reloaded": reloaded, "rejudged": rejudged, "rescored": rescored, "verdicts_after": after, "rerun": rerun,
+        "vendors": vendors,
     }
 
 
@@ -133,20 +148,20 @@ def stored_summary(ws, run_ids: list[str]) -> dict[str, Any]:
     """What the lake holds for these runs, asked of DuckDB."""
     from assay.storage.query import connect
 
-    con = connect(ws.lake)
     ids = ", ".join(f"'{r}'" for r in run_ids)
-    case_runs = con.sql(
-        f"""SELECT team_id, runner, case_key, status, count(*) AS case_runs,
-                   round(sum(coalesce(cost_usd, 0)), 3) AS cost_usd,
-                   sum(len(transcript)) AS turns, sum(len(tool_calls)) AS tool_calls
-            FROM case_runs WHERE run_id IN ({ids})
-            GROUP BY ALL ORDER BY ALL"""
-    ).fetchall()
-    evaluations = con.sql(
-        f"""SELECT evaluator, coalesce(verdict, 'score') AS verdict, count(*) AS n
-            FROM runner_evaluations WHERE run_id IN ({ids})
-            GROUP BY ALL ORDER BY evaluator, verdict"""
-    ).fetchall()
+    with connect(ws.lake) as con:
+        case_runs = con.sql(
+            f"""SELECT team_id, runner, case_key, status, count(*) AS case_runs,
+                       round(sum(coalesce(cost_usd, 0)), 3) AS cost_usd,
+                       sum(len(transcript)) AS turns, sum(len(tool_calls)) AS tool_calls
+                FROM case_runs WHERE run_id IN ({ids})
+                GROUP BY ALL ORDER BY ALL"""
+        ).fetchall()
+        evaluations = con.sql(
+            f"""SELECT evaluator, coalesce(verdict, 'score') AS verdict, count(*) AS n
+                FROM runner_evaluations WHERE run_id IN ({ids})
+                GROUP BY ALL ORDER BY evaluator, verdict"""
+        ).fetchall()
     files = {table: len(ws.lake.files(table)) for table in ("case_runs", "runner_evaluations")}
     return {
         "case_runs": [

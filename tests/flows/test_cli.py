@@ -73,14 +73,53 @@ def test_the_demo_shows_the_three_tiers(tmp_path: Path) -> None:
     assert doc["schema"] == "assay.demo"
     assert [r["status"] for r in doc["runs"]] == ["completed", "completed"]
     tiers = {s["suite"]: s["tier"] for s in doc["plan"]["suites"]}
-    assert tiers == {"acme-plumbing/main-line": "re-judge", "northside-hvac/recorded-calls": "re-run"}
+    assert tiers == {"acme-plumbing/main-line": "re-judge", "northside-hvac/recorded-calls": "re-run",
+                     "acme-plumbing/chat-line": "none"}
     assert doc["rejudged"]["evaluated"] == 4 and doc["rejudged"]["outcomes"] == 4
     assert [f["verdict"] for f in doc["rescored"]["flips"]] == ["fail"]
     flipped = {(v["consumer"], v["stamped"], v["verdict"]) for v in doc["verdicts_after"] if v["stamped"] != v["verdict"]}
     assert ("blueprint_ci", "pass", "fail") in flipped
     assert doc["rerun"]["status"] == "completed" and doc["rerun"]["run_id"] not in [r["run_id"] for r in doc["runs"]]
+    _the_vendor_chapter(doc["vendors"])
+    _no_rubric_waits_for_a_judge(tmp_path / "fresh")
     again = assay("demo", home=tmp_path / "fresh", check=1)
     assert "already holds runs" in again.stderr and "--reset" in again.stderr
+
+
+def _the_vendor_chapter(vendors: dict) -> None:
+    """One situation on three vendors, side by side, evaluator by evaluator, with a disagreement."""
+    assert set(vendors["runs"]) == {"vapi_chat", "elevenlabs_chat", "hamming"}
+    assert vendors["runs"]["hamming"] in vendors["collected"]  # asynchronous: finalised by a collect pass
+    cells = {(r["assertion_key"], r["runner"]): r for r in vendors["rows"]}
+    for runner in vendors["runs"]:
+        judged = cells[("offers_referral", runner)]
+        assert judged["met"] is True and judged["evaluator"] == "assay:judge:fake-judge-1", judged
+    assert cells[("resolves_request", "hamming")]["evaluator"] == "hamming:assertion"
+    assert cells[("replies_quickly", "vapi_chat")]["met"] is True
+    unsupported = cells[("checks_area_with_tool", "hamming")]
+    assert unsupported["met"] is False and 'not supported by runner "hamming"' in unsupported["reason"]
+    [disagree] = vendors["disagreements"]
+    assert (disagree["ours"], disagree["theirs"], disagree["their_evaluator"]) == (True, False, "elevenlabs:criteria")
+    verdicts = {(v["run_id"], v["consumer"]): v["verdict"] for v in vendors["verdicts"]}
+    assert verdicts[(vendors["runs"]["vapi_chat"], "publish_gate")] == "pass"
+
+
+def _no_rubric_waits_for_a_judge(home: Path) -> None:
+    """With the demo's judge, every rubric that had evidence to judge was judged (met is null only when the
+    call never happened)."""
+    from assay.core.settings import Settings
+    from assay.flows.workspace import open_workspace
+    from assay.storage.query import connect
+
+    ws = open_workspace(Settings(home=home))
+    try:
+        with connect(ws.lake, catalog=True) as con:
+            waiting = con.sql("""SELECT count(*) FROM assertion_results a JOIN latest_outcomes l ON l.outcome_id = a.outcome_id
+                                 WHERE a.mechanism = 'rubric' AND a.met IS NULL AND a.evaluator <> 'assay:execution'""").fetchall()[0][0]
+            judged = con.sql("SELECT count(*) FROM assertion_results WHERE evaluator LIKE 'assay:judge:%' AND met IS NOT NULL").fetchall()[0][0]
+    finally:
+        ws.close()
+    assert waiting == 0 and judged > 0
 
 
 def test_rescore_with_a_bad_spec_file_names_it(tmp_path: Path) -> None:

@@ -80,6 +80,7 @@ def test_an_unsupported_mechanism_fails_with_a_reason(ws, tmp_path: Path) -> Non
     acme = bundle["teams"][0]
     suite = acme["suites"][0]
     suite["target"] = {"config": str(DEMO / "configs" / "acme-main-line.json")}
+    acme["suites"] = [suite]
     suite["assertions"].append(
         {"key": "greets_caller", "mechanism": "transcript.contains", "params": {"text": "hello"}}
     )
@@ -209,8 +210,10 @@ def test_plan_says_which_tier_each_suite_and_consumer_needs(ws, demo_runs, tmp_p
     same = plan(ws, str(DEMO / "bundle.yaml"))
     assert same["changes"] == [] and {s["tier"] for s in same["suites"]} == {"none"}
     revised = plan(ws, str(write_revised_bundle(tmp_path / "revised.yaml")))
-    acme, northside = revised["suites"]
+    tiers = {s["suite"]: s for s in revised["suites"]}
+    acme, northside = tiers["acme-plumbing/main-line"], tiers["northside-hvac/recorded-calls"]
     assert acme["tier"] == "re-judge" and northside["tier"] == "re-run"
+    assert tiers["acme-plumbing/chat-line"]["tier"] == "none"  # the reworded assertion is main-line's
     assert northside["rerun_reasons"] == ["~ case northside-hvac/maintenance-plan-question (situation)"]
     assert acme["rejudge"]["outcomes"] == 4 and acme["rejudge"]["judge_calls"] == 0
     assert {c["consumer"]: c["tier"] for c in acme["consumers"]} == {
