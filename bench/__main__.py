@@ -27,18 +27,35 @@ def cli_help() -> list[Result]:
                    "median of 5 fresh interpreters")]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark, or only those named (``python -m bench judge collect``): then the other
+    entries of ``results.json`` are kept as they were, and each keeps the time it was measured."""
+    names = argv if argv is not None else sys.argv[1:]
+    known = {b.__name__.split(".")[-1]: b for b in BENCHMARKS}
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        print(f"unknown benchmark(s) {unknown}; known: {', '.join(known)}", file=sys.stderr)
+        return 2
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     results: list[Result] = []
-    for bench in [*BENCHMARKS]:
-        print(f"running {bench.__name__.split('.')[-1]} ...", flush=True)
+    for name, bench in known.items():
+        if names and name not in names:
+            continue
+        print(f"running {name} ...", flush=True)
         results.extend(bench.run())
-    results.extend(cli_help())
-    doc = {
-        "schema": "assay.bench", "revision": 1, "stability": "experimental",
-        "machine": machine(), "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "results": [r.to_dict() for r in results],
-    }
+    if not names:
+        results.extend(cli_help())
     out = Path(__file__).parent / "results.json"
+    fresh = [{**r.to_dict(), "measured_at": now} for r in results]
+    kept = []
+    if names and out.exists():
+        previous = json.loads(out.read_text())
+        measured = {r["name"] for r in fresh}
+        kept = [{"measured_at": previous.get("generated_at"), **r} for r in previous["results"] if r["name"] not in measured]
+    doc = {
+        "schema": "assay.bench", "revision": 2, "stability": "experimental",
+        "machine": machine(), "generated_at": now, "results": kept + fresh,
+    }
     out.write_text(json.dumps(doc, indent=2) + "\n")
 
     from rich.console import Console

@@ -23,7 +23,6 @@ id is a hash of the rubric text), and the agreement rate and Cohen's kappa
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Literal
 

@@ -109,6 +109,10 @@ GLOSSARY = {
     "current_results.key": "A 64-bit code of `assertion_key`, for the re-score; use `assertion_key`.",
     "evaluator_code": "A 64-bit code of `evaluator`, for the re-score; use `evaluator`.",
     "evaluator_version": "The version of the evaluator that produced the result (a fixed evaluator bumps it).",
+    "judge_tokens_in": "Our judge's prompt tokens for this result's judgement (null for other evaluators); a carried or "
+                       "cached result repeats the figures of the judgement it reuses.",
+    "judge_tokens_out": "Our judge's completion tokens for this result's judgement (null for other evaluators).",
+    "judge_cost_usd": "What the judgement cost at the configured price (null when the price or the usage is unknown).",
     "criteria": "The criteria label: `vN` for a stored version, `candidate` for a spec file.",
     "spec_hash": "sha256 of the criteria spec's canonical JSON.",
     "verdicts.verdict": "The verdict under that spec: pass, fail or error.",

@@ -29,17 +29,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from assay.core.compiled import CompiledConfig, config_problems
-from assay.core.errors import ConfigError, RunnerError, VendorError
+from assay.core.compiled import CompiledConfig
+from assay.core.errors import ConfigError, VendorError
 from assay.core.evidence import CaseRun, Report
 from assay.core.mechanisms import mechanisms_of
 from assay.core.redact import redact
-from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob, ScratchObject
+from assay.core.runner import CaseSpec, Heartbeat, RunJob, ScratchObject
 from assay.core.settings import Settings
 
 from ..elevenlabs import DEFAULT_LLM, ElevenLabsApi, agent_body, analysis_evaluations, read_conversation, simulation_body
 from ..http import RetryPolicy
-from .platform_chat import scratch_object
+from .platform_chat import PlatformRunner, scratch_object
 
 EXAMPLE_CONFIG: dict[str, Any] = {
     "name": "Example main line",
@@ -52,7 +52,7 @@ EXAMPLE_CONFIG: dict[str, Any] = {
 }
 
 
-class ElevenLabsChatRunner(Runner):
+class ElevenLabsChatRunner(PlatformRunner):
     """Simulates a conversation with a scratch ElevenLabs agent built from the compiled config; one per case."""
 
     name: ClassVar[str] = "elevenlabs_chat"
@@ -62,45 +62,35 @@ class ElevenLabsChatRunner(Runner):
         mechanisms_of("transcript", "tool", "vendor", "rubric") - {"transcript.response_latency"}
     )
     synchronous: ClassVar[bool] = True
-    target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
+    does: ClassVar[str] = "simulates"
 
     def __init__(self, settings: Settings | None = None, *, llm: str = DEFAULT_LLM, turns_limit: int = 30,
                  scoring_mode: str = "binary", retry: RetryPolicy | None = None,
                  sleep: Callable[[float], None] = time.sleep):
-        self._settings = settings
+        super().__init__(settings, retry=retry, sleep=sleep)
         self.llm = llm
         """The LLM behind the agent and the simulated user (a runner option, never the definition's)."""
         self.turns_limit = turns_limit
         """At most this many new turns per simulated conversation (``new_turns_limit``)."""
         self.scoring_mode = scoring_mode
         """``binary`` or ``numeric_uniform``: how ElevenLabs scores the criteria we send."""
-        self.retry = retry or RetryPolicy()
-        self.sleep = sleep
-
-    @property
-    def settings(self) -> Settings:
-        """The settings given, else read from the environment (``ASSAY_*``) when first needed."""
-        return self._settings if self._settings is not None else Settings()
 
     def api(self) -> ElevenLabsApi:
         return ElevenLabsApi.from_settings(self.settings, retry=self.retry, sleep=self.sleep)
 
     def execute(self, job: RunJob, heartbeat: Heartbeat) -> Iterator[Report]:
-        if job.target_kind not in self.target_kinds:
-            raise RunnerError(f"runner {self.name!r} simulates a compiled config; run {job.run_id} targets a {job.target_kind!r}")
-        problems = config_problems(job.target)
-        if problems:
-            yield self._errors(job, job.cases, "compiled config is malformed: " + "; ".join(problems), 0)
+        config = self.compiled_config(job)
+        if isinstance(config, Report):
+            yield config
             return
         raw = job.target["config"]
-        config = CompiledConfig.model_validate(raw)
         with ExitStack() as stack:
             api = stack.enter_context(self.api())
             create = lambda name: api.create_agent(agent_body(config, name, self.llm))  # noqa: E731
             try:
                 agent_id = stack.enter_context(scratch_object(heartbeat, "agent", create, api.delete_agent))
             except VendorError as exc:
-                yield self._errors(job, job.cases, f"the scratch agent could not be created: {exc}", 0)
+                yield self.errors(job, job.cases, f"the scratch agent could not be created: {exc}")
                 return
             for batch_no, start in enumerate(range(0, len(job.cases), self.batch_size)):
                 runs = []
@@ -108,10 +98,6 @@ class ElevenLabsChatRunner(Runner):
                     runs.append(self._case_run(api, agent_id, case, config, redact(raw)))
                     heartbeat()
                 yield Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}", runs)
-
-    def _errors(self, job: RunJob, cases: Sequence[CaseSpec], error: str, batch_no: int) -> Report:
-        return Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}",
-                                     [CaseRun(case_id=c.case_id, status="error", error=error) for c in cases])
 
     def _case_run(self, api: ElevenLabsApi, agent_id: str, case: CaseSpec, config: CompiledConfig,
                   artefact: dict[str, Any]) -> CaseRun:

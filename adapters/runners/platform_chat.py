@@ -23,16 +23,20 @@ release when the run has a scratch book, else created and deleted around the blo
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
-from assay.core.errors import VendorError
-from assay.core.evidence import CaseRun, ToolCall, Turn
+from assay.core.compiled import CompiledConfig, config_problems
+from assay.core.errors import RunnerError, VendorError
+from assay.core.evidence import CaseRun, Report, ToolCall, Turn
 from assay.core.redact import redact
-from assay.core.runner import RunContext, new_suffix
+from assay.core.runner import CaseSpec, RunContext, Runner, RunJob, new_suffix
+from assay.core.settings import Settings
+
+from ..http import RetryPolicy
 
 from ..caller import Caller
 
@@ -133,4 +137,42 @@ def scratch_object(ctx: Any, kind: str, create: Callable[[str], str], delete: Ca
         delete(vendor_id)
 
 
-__all__ = ["AgentReply", "Conversation", "converse", "scratch_object"]
+
+
+class PlatformRunner(Runner):
+    """What every runner that executes a compiled config on a vendor's platform shares: its settings (given,
+    or read from ``ASSAY_*`` when first needed), the retry policy of its vendor client, and reading the
+    run's target — a malformed config makes every case run an error, never a failure."""
+
+    target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
+    does: ClassVar[str] = "runs"
+    """What the runner does with a config, for messages (``chats with``, ``simulates``)."""
+
+    def __init__(self, settings: Settings | None = None, *, retry: RetryPolicy | None = None,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._settings = settings
+        self.retry = retry or RetryPolicy()
+        self.sleep = sleep
+
+    @property
+    def settings(self) -> Settings:
+        """The settings given, else read from the environment (``ASSAY_*``) when first needed."""
+        return self._settings if self._settings is not None else Settings()
+
+    def errors(self, job: RunJob, cases: Sequence[CaseSpec], error: str, batch_no: int = 0) -> Report:
+        """A report of ``cases`` that could not be executed, each with ``error``."""
+        return Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}",
+                                     [CaseRun(case_id=c.case_id, status="error", error=error) for c in cases])
+
+    def compiled_config(self, job: RunJob) -> CompiledConfig | Report:
+        """The run's compiled config, or (when it is malformed) the report that says so for every case."""
+        if job.target_kind not in self.target_kinds:
+            raise RunnerError(f"runner {self.name!r} {self.does} a compiled config; run {job.run_id} targets a "
+                              f"{job.target_kind!r}")
+        problems = config_problems(job.target)
+        if problems:
+            return self.errors(job, job.cases, "compiled config is malformed: " + "; ".join(problems))
+        return CompiledConfig.model_validate(job.target["config"])
+
+
+__all__ = ["AgentReply", "Conversation", "PlatformRunner", "converse", "scratch_object"]

@@ -24,18 +24,18 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, ClassVar
 
-from assay.core.compiled import CompiledConfig, config_problems
-from assay.core.errors import ConfigError, RunnerError, VendorError
+from assay.core.compiled import CompiledConfig
+from assay.core.errors import ConfigError, VendorError
 from assay.core.evidence import CaseRun, Report
 from assay.core.mechanisms import mechanisms_of
 from assay.core.redact import redact
-from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob, ScratchObject
+from assay.core.runner import CaseSpec, Heartbeat, RunJob, ScratchObject
 from assay.core.settings import Settings
 
 from ..caller import DEFAULT_MAX_TURNS, Caller, caller_client, caller_for
 from ..http import RetryPolicy
 from ..vapi import VapiApi, assistant_body
-from .platform_chat import AgentReply, converse, scratch_object
+from .platform_chat import AgentReply, PlatformRunner, converse, scratch_object
 
 EXAMPLE_CONFIG: dict[str, Any] = {
     "name": "Example main line",
@@ -48,43 +48,31 @@ EXAMPLE_CONFIG: dict[str, Any] = {
 }
 
 
-class VapiChatRunner(Runner):
+class VapiChatRunner(PlatformRunner):
     """Chats with a scratch VAPI assistant built from the compiled config; one conversation per case."""
 
     name: ClassVar[str] = "vapi_chat"
     mechanisms: ClassVar[frozenset[str]] = mechanisms_of("transcript", "tool", "rubric")
     synchronous: ClassVar[bool] = True
-    target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
+    does: ClassVar[str] = "chats with"
 
     def __init__(self, settings: Settings | None = None, *, model: dict[str, str] | None = None,
                  max_turns: int = DEFAULT_MAX_TURNS, retry: RetryPolicy | None = None,
                  sleep: Callable[[float], None] = time.sleep):
-        self._settings = settings
+        super().__init__(settings, retry=retry, sleep=sleep)
         self.model = model
         """The assistant's model (``{"provider", "model"}``); VAPI's default for us when None."""
         self.max_turns = max_turns
-        self.retry = retry or RetryPolicy()
-        self.sleep = sleep
-
-    @property
-    def settings(self) -> Settings:
-        """The settings given, else read from the environment (``ASSAY_*``) when first needed."""
-        return self._settings if self._settings is not None else Settings()
 
     def api(self) -> VapiApi:
         return VapiApi.from_settings(self.settings, retry=self.retry, sleep=self.sleep)
 
     def execute(self, job: RunJob, heartbeat: Heartbeat) -> Iterator[Report]:
-        if job.target_kind not in self.target_kinds:
-            raise RunnerError(f"runner {self.name!r} chats with a compiled config; run {job.run_id} targets a {job.target_kind!r}")
-        problems = config_problems(job.target)
-        if problems:
-            error = "compiled config is malformed: " + "; ".join(problems)
-            yield Report.from_case_runs(f"{job.run_id}:{self.name}:0",
-                                        [CaseRun(case_id=c.case_id, status="error", error=error) for c in job.cases])
+        config = self.compiled_config(job)
+        if isinstance(config, Report):
+            yield config
             return
         raw = job.target["config"]
-        config = CompiledConfig.model_validate(raw)
         settings = self.settings
         with ExitStack() as stack:
             callers = self._callers(job.cases, settings, stack)  # a missing caller model fails before anything is created

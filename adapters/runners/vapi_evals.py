@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from assay.core.compiled import CompiledConfig, config_problems
-from assay.core.errors import RunnerError, VendorError
+from assay.core.errors import VendorError
 from assay.core.evidence import CaseRun, Evaluation, Report, native_evaluation_name
 from assay.core.redact import redact
 from assay.core.runner import AssertionSpec, CaseSpec, Heartbeat, RunJob, new_suffix
@@ -70,6 +69,7 @@ class VapiEvalsRunner(VapiChatRunner):
 
     name: ClassVar[str] = "vapi_evals"
     mechanisms: ClassVar[frozenset[str]] = frozenset({"transcript.contains", "transcript.regex", "rubric"})
+    does: ClassVar[str] = "evaluates"
 
     def __init__(self, settings: Settings | None = None, *, model: dict[str, str] | None = None,
                  judge_model: dict[str, str] | None = None, poll_interval: float = 2.0, max_wait: float = 1800.0,
@@ -81,15 +81,10 @@ class VapiEvalsRunner(VapiChatRunner):
         self.poll_interval, self.max_wait, self.clock = poll_interval, max_wait, clock
 
     def execute(self, job: RunJob, heartbeat: Heartbeat) -> Iterator[Report]:
-        if job.target_kind not in self.target_kinds:
-            raise RunnerError(f"runner {self.name!r} evaluates a compiled config; run {job.run_id} targets a {job.target_kind!r}")
-        problems = config_problems(job.target)
-        if problems:
-            error = "compiled config is malformed: " + "; ".join(problems)
-            yield Report.from_case_runs(f"{job.run_id}:{self.name}:0",
-                                        [CaseRun(case_id=c.case_id, status="error", error=error) for c in job.cases])
+        config = self.compiled_config(job)
+        if isinstance(config, Report):
+            yield config
             return
-        config = CompiledConfig.model_validate(job.target["config"])
         with ExitStack() as stack:
             api = stack.enter_context(self.api())
             create = lambda name: api.create_assistant(assistant_body(config, name, self.model))  # noqa: E731
