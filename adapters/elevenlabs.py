@@ -33,12 +33,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.core.compiled import PLACEHOLDER, CompiledConfig
-from assay.core.errors import ConfigError, MalformedResponseError, PermanentVendorError
+from assay.core.errors import ConfigError, MalformedResponseError
 from assay.core.evidence import Evaluation, ToolCall, Turn, Verdict
 from assay.core.redact import redact
 from assay.core.settings import Settings
 
 from .caller import END_TOKEN, caller_prompt
+from .http import VendorApi
 
 VENDOR = "elevenlabs"
 KEY_SETTING = "ASSAY_ELEVENLABS_API_KEY"
@@ -210,14 +211,14 @@ def analysis_evaluations(response: Any) -> list[Evaluation]:
 
 # ------------------------------------------------------------------------------------ the API
 
-class ElevenLabsApi:
+class ElevenLabsApi(VendorApi):
     """ElevenLabs' endpoints that Assay uses, over one :class:`~assay.adapters.http.VendorClient`.
 
     A refused key (401/403) is a :class:`ConfigError` naming ``ASSAY_ELEVENLABS_API_KEY``, never the key.
     """
 
-    def __init__(self, client: Any):
-        self.client = client
+    label = "ElevenLabs"
+    key_setting = KEY_SETTING
 
     @classmethod
     def from_settings(cls, settings: Settings, **client_options: Any) -> "ElevenLabsApi":
@@ -229,24 +230,6 @@ class ElevenLabsApi:
         client_options.setdefault("timeout", 120.0)  # a simulation is a whole conversation: minutes, not seconds
         return cls(VendorClient(VENDOR, settings.elevenlabs_base_url, headers, **client_options))
 
-    def close(self) -> None:
-        self.client.close()
-
-    def __enter__(self) -> "ElevenLabsApi":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
-        try:
-            return self.client.request(method, path, json_body=body, params=params)
-        except PermanentVendorError as exc:
-            if exc.status in (401, 403):
-                raise ConfigError(f"ElevenLabs refused the key (HTTP {exc.status}: {exc.vendor_message}); "
-                                  f"check {KEY_SETTING}") from None
-            raise
-
     def create_agent(self, body: dict[str, Any]) -> str:
         answer = self._call("POST", "/v1/convai/agents/create", body)
         if not isinstance(answer, Mapping) or not isinstance(answer.get("agent_id"), str):
@@ -254,11 +237,7 @@ class ElevenLabsApi:
         return answer["agent_id"]
 
     def delete_agent(self, agent_id: str) -> None:
-        try:
-            self._call("DELETE", f"/v1/convai/agents/{agent_id}")
-        except PermanentVendorError as exc:
-            if exc.status != 404:  # already gone counts as deleted
-                raise
+        self._delete(f"/v1/convai/agents/{agent_id}")
 
     def find_agents(self, name: str, page_size: int = 100) -> list[str]:
         """Ids of the agents named exactly ``name`` (the list endpoint's name search, every page)."""

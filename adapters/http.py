@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from assay.core.errors import (
+    ConfigError,
     MalformedResponseError,
     PermanentVendorError,
     RateLimitedError,
@@ -217,4 +218,43 @@ class VendorClient:
         return self.request("DELETE", path, **kwargs)
 
 
-__all__ = ["TRANSIENT_STATUSES", "RetryPolicy", "VendorClient", "classify", "parse_retry_after", "vendor_message"]
+class VendorApi:
+    """A vendor's endpoints over one :class:`VendorClient`. A refused key (401/403) becomes a
+    :class:`ConfigError` naming the setting that holds it — never the key — and deleting what is already
+    gone (404) counts as deleted. Subclasses name the vendor and the setting, and add the endpoints."""
+
+    label: str = "the vendor"
+    """The vendor's name in messages (``VAPI``)."""
+    key_setting: str = "ASSAY_<VENDOR>_API_KEY"
+
+    def __init__(self, client: VendorClient):
+        self.client = client
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> "VendorApi":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, body: Any = None, params: Mapping[str, Any] | None = None) -> Any:
+        try:
+            return self.client.request(method, path, json_body=body, params=params)
+        except PermanentVendorError as exc:
+            if exc.status in (401, 403):
+                raise ConfigError(f"{self.label} refused the key (HTTP {exc.status}: {exc.vendor_message}); "
+                                  f"check {self.key_setting}") from None
+            raise
+
+    def _delete(self, path: str) -> None:
+        try:
+            self._call("DELETE", path)
+        except PermanentVendorError as exc:
+            if exc.status != 404:  # already gone counts as deleted
+                raise
+
+
+__all__ = ["TRANSIENT_STATUSES", "RetryPolicy", "VendorApi", "VendorClient", "classify", "parse_retry_after",
+           "vendor_message"]

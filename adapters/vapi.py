@@ -22,11 +22,12 @@ import re
 from typing import Any
 
 from assay.core.compiled import PLACEHOLDER, CompiledConfig
-from assay.core.errors import ConfigError, MalformedResponseError, PermanentVendorError
+from assay.core.errors import ConfigError, MalformedResponseError
 from assay.core.evidence import ToolCall, Turn
 from assay.core.runner import AssertionSpec
 from assay.core.settings import Settings
 
+from .http import VendorApi
 from .runners.platform_chat import AgentReply
 
 VENDOR = "vapi"
@@ -181,11 +182,11 @@ def eval_transcript(result: dict[str, Any]) -> tuple[list[Turn], list[ToolCall]]
 
 # -------------------------------------------------------------------------------- the API
 
-class VapiApi:
+class VapiApi(VendorApi):
     """VAPI's endpoints that Assay uses, over one :class:`~assay.adapters.http.VendorClient`."""
 
-    def __init__(self, client: Any):
-        self.client = client
+    label = "VAPI"
+    key_setting = KEY_SETTING
 
     @classmethod
     def from_settings(cls, settings: Settings, **client_options: Any) -> "VapiApi":
@@ -196,35 +197,10 @@ class VapiApi:
         headers = {"Authorization": f"Bearer {settings.vapi_api_key.get_secret_value()}"}
         return cls(VendorClient(VENDOR, settings.vapi_base_url, headers, **client_options))
 
-    def close(self) -> None:
-        self.client.close()
-
-    def __enter__(self) -> "VapiApi":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
-        try:
-            return self.client.request(method, path, json_body=body, params=params)
-        except PermanentVendorError as exc:
-            if exc.status in (401, 403):
-                raise ConfigError(f"VAPI refused the key (HTTP {exc.status}: {exc.vendor_message}); "
-                                  f"check {KEY_SETTING}") from None
-            raise
-
     def _created_id(self, answer: Any, what: str) -> str:
         if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
             raise MalformedResponseError(VENDOR, 201, f"the created {what} has no 'id'")
         return answer["id"]
-
-    def _delete(self, path: str) -> None:
-        try:
-            self._call("DELETE", path)
-        except PermanentVendorError as exc:
-            if exc.status != 404:  # already gone counts as deleted
-                raise
 
     def create_assistant(self, body: dict[str, Any]) -> str:
         return self._created_id(self._call("POST", "/assistant", body), "assistant")

@@ -58,6 +58,23 @@ def running(**kwargs) -> Iterator[dict[str, FakeVendor]]:
         stop_all(fakes)
 
 
+@contextmanager
+def environment(env: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``env`` set, restored afterwards (spawned processes inherit it meanwhile)."""
+    import os
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def settings_env(fakes: Mapping[str, FakeVendor], keys: Mapping[str, str] = FAKE_KEYS) -> dict[str, str]:
     """The ``ASSAY_*`` variables that point Assay's runners, judge and caller at these fakes."""
     env = {}
@@ -75,4 +92,4 @@ def settings_env(fakes: Mapping[str, FakeVendor], keys: Mapping[str, str] = FAKE
     return env
 
 
-__all__ = ["FAKE_KEYS", "FAKE_MODEL", "running", "settings_env", "start_all", "stop_all"]
+__all__ = ["FAKE_KEYS", "FAKE_MODEL", "environment", "running", "settings_env", "start_all", "stop_all"]

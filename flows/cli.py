@@ -25,8 +25,6 @@ app = typer.Typer(
 )
 runs_app = typer.Typer(help="The run ledger.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
-lake_app = typer.Typer(help="The evidence lake: its files, as the catalog's manifest lists them.", no_args_is_help=True)
-app.add_typer(lake_app, name="lake")
 
 _state = {"debug": False}
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")]
@@ -271,46 +269,6 @@ def demo(
     _emit("assay.demo", summary, as_json)
 
 
-@lake_app.command("migrate")
-def lake_migrate(as_json: JsonOpt = False) -> None:
-    """List a lake written by an earlier Assay in the catalog's manifest, de-duplicating once."""
-    from .operations import migrate_lake
-
-    result = migrate_lake(_workspace())
-    if not _emit("assay.lake.migrate", {"tables": result}, as_json):
-        if not result:
-            _console().print("the lake is listed by the manifest already: nothing to do")
-        for table, counts in sorted(result.items()):
-            _console().print(f"{table}: {counts['files']} file(s) listed, {counts['rewritten']} rewritten, "
-                             f"{counts['duplicates_dropped']} duplicate row(s) dropped")
-
-
-@lake_app.command("compact")
-def lake_compact(
-    table: Annotated[str | None, typer.Option(help="Only this lake table (e.g. assertion_results).")] = None,
-    team: Annotated[str | None, typer.Option(help="Only this team's partitions.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Rewrite each partition's small files into larger ones, sorted for re-scoring (old files go at vacuum)."""
-    from .operations import compact
-
-    result = compact(_workspace(), table, team)
-    if not _emit("assay.lake.compact", result, as_json):
-        _console().print(f"compacted {result['partitions']} partition(s): {result['files_in']} file(s) -> "
-                         f"{result['files_out']}, {result['rows']} row(s)"
-                         + (f"; {result['refused']} refused (compacted concurrently)" if result["refused"] else ""))
-
-
-@lake_app.command("vacuum")
-def lake_vacuum(as_json: JsonOpt = False) -> None:
-    """Delete lake files nobody reads (unlisted, or superseded) once past the grace period."""
-    from .operations import vacuum
-
-    result = vacuum(_workspace())
-    if not _emit("assay.lake.vacuum", result, as_json):
-        _console().print(f"deleted {result['unnamed']} unlisted and {result['retired']} retired file(s)")
-
-
 class QueryFormat(str, Enum):
     """How `assay query` prints its answer."""
 
@@ -395,9 +353,9 @@ def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
 
 
 # Commands kept in modules of their own; each registers itself on the app.
-from . import cli_collect, cli_judge, cli_vendors  # noqa: E402
+from . import cli_collect, cli_judge, cli_lake, cli_vendors  # noqa: E402
 
-for _module in (cli_collect, cli_judge, cli_vendors):
+for _module in (cli_collect, cli_judge, cli_lake, cli_vendors):
     _module.register(app)
 
 if __name__ == "__main__":

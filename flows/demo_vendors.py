@@ -67,23 +67,15 @@ def steer(fakes: dict[str, Any]) -> None:
 @contextmanager
 def fake_vendors() -> Iterator[dict[str, Any]]:
     """The four fakes, running and steered, with ``ASSAY_*`` pointing at them (restored afterwards)."""
-    from assay.fakes.serve import running, settings_env
+    from assay.fakes.serve import environment, running, settings_env
 
     with running() as fakes:
         env = settings_env(fakes)
         if os.environ.get("ASSAY_JUDGE_BASE_URL"):  # the user's own judge stays
             env = {k: v for k, v in env.items() if not k.startswith("ASSAY_JUDGE_")}
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
         steer(fakes)
-        try:
+        with environment(env):
             yield fakes
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def run_on_every_vendor(console: Console, ws, quiet: bool = False) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from itertools import groupby
 
-
 from assay.core.errors import EvidenceError
 from assay.core.failpoints import failpoint
 from assay.core.ids import new_id

@@ -6,7 +6,6 @@ list visible even when every test is green, so a gap is never forgotten.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,22 +21,14 @@ def fake_vendors() -> Iterator[dict]:
     """The fake vendors, started once per kit module, and the ``ASSAY_*`` variables that point the vendor
     runners (and their caller simulator) at them; spawned subprocesses inherit them. The judge is left
     unset: the kit is about the runner contract, not judging."""
-    from assay.fakes.serve import FAKE_MODEL, running, settings_env
+    from assay.fakes.serve import FAKE_MODEL, environment, running, settings_env
 
     with running() as fakes:
         env = {k: v for k, v in settings_env(fakes).items() if not k.startswith("ASSAY_JUDGE_")}
         env |= {"ASSAY_CALLER_BASE_URL": fakes["openai"].url + "/v1", "ASSAY_CALLER_MODEL": FAKE_MODEL,
                 "ASSAY_CALLER_API_KEY": fakes["openai"].key}
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
+        with environment(env):
             yield fakes
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 @pytest.hookimpl(trylast=True)  # after ``-k`` and ``-m`` have deselected
