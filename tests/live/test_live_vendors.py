@@ -107,3 +107,15 @@ def test_hamming_key_is_accepted(settings: Settings) -> None:
         with pytest.raises(PermanentVendorError) as err:
             client.get("/test-runs/assay-live-smoke-no-such-run/status")
     assert err.value.status == 404, err.value
+
+
+def test_our_judge_gives_one_verdict(settings: Settings) -> None:
+    """One rubric judged by the configured OpenAI-compatible endpoint: a verdict with a rationale and usage."""
+    _needs("ASSAY_JUDGE_BASE_URL", "ASSAY_JUDGE_MODEL")
+    from assay.adapters.judges import Judge
+
+    evidence = "caller: What are your opening hours?\nagent: We are open Monday to Friday, 8am to 6pm."
+    with Judge.from_settings(settings) as judge:
+        judgement = judge.ask("The agent states the opening hours.", evidence)
+    assert judgement.met is True, judgement
+    assert judgement.reason and judgement.tokens_in
