@@ -9,10 +9,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import collect, ingest, judge, judging, lake, leases
+from . import collect, faults, ingest, judge, judging, lake, leases, secrets
 from .common import Result, machine
 
-BENCHMARKS = [ingest, leases, collect, judging, judge, lake]
+BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake]
 
 
 def cli_help() -> list[Result]:

@@ -36,33 +36,41 @@ from .bundle_models import (
     criteria_spec,
 )
 from .bundle_rules import consistency_problems, location_path, pydantic_problems, resolve_targets, vendor_problems
+from .bundle_input import InputLimits, InputProblem, hostile_values, read_capped, utf8
 from .errors import BundleError
 
 # --- reading -------------------------------------------------------------------------------------
 
 
-def read_bundle(path: str | Path) -> Bundle:
-    """Parse ``path`` (``.yaml``/``.yml`` or ``.json``) and validate it; raise one BundleError listing every problem."""
+def read_bundle(path: str | Path, limits: InputLimits | None = None) -> Bundle:
+    """Parse ``path`` (``.yaml``/``.yml`` or ``.json``) and validate it; raise one BundleError listing every problem.
+
+    ``limits`` caps sizes and nesting (default: the ``ASSAY_MAX_*`` settings). The file must be a
+    regular file of UTF-8 text; YAML aliases are refused (an alias bomb expands exponentially).
+    """
     file = str(path)
     path = Path(path)
+    limits = limits or InputLimits.from_settings()
     suffix = path.suffix.lower()
     if suffix not in (".yaml", ".yml", ".json"):
         raise BundleError(
             file, [("", f"unknown extension {suffix or '(none)'!r}; a bundle is a .yaml, .yml or .json file")]
         )
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BundleError(file, [("", f"no such file (tried {path.resolve()})")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BundleError(file, [("", f"cannot read the file: {exc}")]) from None
-    raw = _parse_json(file, text) if suffix == ".json" else _parse_yaml(file, text)
-    return validate_bundle(raw, file, base_dir=path.resolve().parent)
+        text = utf8(read_capped(path, limits.max_bundle_bytes, "ASSAY_MAX_BUNDLE_BYTES"))
+    except InputProblem as exc:
+        raise BundleError(file, [("", str(exc))]) from None
+    raw = _parse_json(file, text) if suffix == ".json" else _parse_yaml(file, text, limits.max_nesting)
+    return validate_bundle(raw, file, base_dir=path.resolve().parent, limits=limits)
 
 
-def validate_bundle(raw: Any, file: str, base_dir: Path | None = None) -> Bundle:
+def validate_bundle(raw: Any, file: str, base_dir: Path | None = None, limits: InputLimits | None = None) -> Bundle:
     """Validate a parsed bundle; target paths resolve against ``base_dir`` (default: the file's folder)."""
     base_dir = base_dir or Path(file).resolve().parent
+    limits = limits or InputLimits.from_settings()
+    hostile = hostile_values(raw, limits.max_nesting)
+    if hostile:  # first: the other checks walk the document, and would trip on what this refuses
+        raise BundleError(file, [(location_path(loc), what) for loc, what in hostile])
     if not isinstance(raw, dict):
         raise BundleError(
             file, [("", f"a bundle is a mapping starting with `schema: {SCHEMA}`; found {type(raw).__name__}")]
@@ -83,7 +91,7 @@ def validate_bundle(raw: Any, file: str, base_dir: Path | None = None) -> Bundle
     # Cross-checks read names from the file itself, so a broken bundle still gets all of them.
     more, suites = consistency_problems(raw, bundle)
     problems += more
-    problems += resolve_targets(suites, base_dir)
+    problems += resolve_targets(suites, base_dir, limits)
     if problems:
         raise BundleError(file, [(location_path(loc), what) for loc, what in problems])
     assert bundle is not None
@@ -91,15 +99,21 @@ def validate_bundle(raw: Any, file: str, base_dir: Path | None = None) -> Bundle
     return bundle
 
 
-def _parse_yaml(file: str, text: str) -> Any:
+def _parse_yaml(file: str, text: str, max_nesting: int) -> Any:
+    loader: _UniqueKeyLoader | None = None
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader that also refuses duplicate keys
+        loader = _UniqueKeyLoader(text)  # a SafeLoader that also refuses duplicate keys, aliases and deep nesting
+        loader.max_nesting = max_nesting
+        return loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise BundleError(file, [("", f"not valid YAML: {where}{exc.problem or exc.context}")]) from None
     except yaml.YAMLError as exc:
         raise BundleError(file, [("", f"not valid YAML: {exc}")]) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 def _parse_json(file: str, text: str) -> Any:
@@ -117,10 +131,33 @@ def _parse_json(file: str, text: str) -> Any:
         raise BundleError(file, [("", f"not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}")]) from None
     except ValueError as exc:
         raise BundleError(file, [("", f"not valid JSON: {exc}")]) from None
+    except RecursionError:  # the C parser nests one frame per level; the exact cap is checked after parsing
+        why = "not valid JSON: nested too deeply to parse; flatten it (the cap is ASSAY_MAX_NESTING levels)"
+        raise BundleError(file, [("", why)]) from None
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, except that a mapping with a repeated key is an error (not a silent overwrite)."""
+    """PyYAML's safe loader, except that a mapping with a repeated key is an error (not a silent overwrite),
+    an alias (``*name``) is refused before it is expanded (a kilobyte of aliases can expand to billions of
+    nodes), and nesting past ``max_nesting`` is refused before the composer's recursion runs out of stack."""
+
+    max_nesting = 64
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            why = "an alias (*name) is not allowed in a bundle; write the value out in full"
+            raise yaml.composer.ComposerError(None, None, why, mark)
+        self._depth += 1
+        try:
+            if self._depth > self.max_nesting and not self.check_event(yaml.ScalarEvent):
+                mark = self.peek_event().start_mark
+                why = f"nested deeper than the cap of {self.max_nesting} levels; flatten it or raise ASSAY_MAX_NESTING"
+                raise yaml.composer.ComposerError(None, None, why, mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:

@@ -6,8 +6,6 @@ raises one :class:`~.errors.BundleError`.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import types
 from dataclasses import dataclass
@@ -19,12 +17,13 @@ from pydantic import (
     ValidationError,
 )
 
+from .bundle_input import InputLimits, InputProblem
+from .bundle_targets import check_call_set, read_config, target_path
 from .criteria import CriteriaSpec
 
 from .bundle_models import (
     _ADD_OR_REMOVE,
     _IGNORED,
-    _ONE_CALL_PER_LINE,
     _OWN_CASES,
     VENDOR_KEYS,
     VENDOR_NAMES,
@@ -195,53 +194,35 @@ def _duplicates(items: list[tuple[Location, str]], what: str, scope: str) -> lis
     return problems
 
 
-def resolve_targets(suites: list[tuple[int, _SuiteView]], base_dir: Path) -> list[tuple[Location, str]]:
-    """Read every suite's target file; store the result on the validated suite."""
+def resolve_targets(
+    suites: list[tuple[int, _SuiteView]], base_dir: Path, limits: InputLimits | None = None
+) -> list[tuple[Location, str]]:
+    """Read every suite's target file; store the result on the validated suite.
+
+    A target is a regular file inside the bundle's folder: an absolute path, a ``..`` escape or a
+    link leading outside would let a bundle make Assay read (and store) any file it can read.
+    """
+    limits = limits or InputLimits.from_settings()
     problems: list[tuple[Location, str]] = []
     for ti, suite in suites:
         if suite.target is None:
             continue
         kind = suite.target.kind
         loc: Location = ("teams", ti, "suites", suite.index, "target", kind)
-        path = (base_dir / (suite.target.config or suite.target.call_set or "")).resolve()
-        if not path.is_file():
-            what = "is a folder, not a file" if path.is_dir() else "does not exist"
-            problems.append((loc, f"{path} {what}; target paths are relative to the bundle's folder ({base_dir})"))
+        named = suite.target.config or suite.target.call_set or ""
+        try:
+            path = target_path(base_dir, named)
+            if kind == "config":
+                resolved = ResolvedTarget("config", {"config": read_config(path, limits)})
+            else:
+                sha256 = check_call_set(path, [k for _, k in suite.cases], limits)
+                resolved = ResolvedTarget("call_set", {"call_set": {"path": str(path), "sha256": sha256}})
+        except InputProblem as exc:
+            problems.append((loc, str(exc)))
             continue
-        data = path.read_bytes()
-        if kind == "config":
-            try:
-                config = json.loads(data)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                problems.append((loc, f"{path} is not valid JSON: {exc}; a config target is a compiled config in JSON"))
-                continue
-            if not isinstance(config, dict):
-                why = f"{path} holds a JSON {type(config).__name__}"
-                problems.append((loc, f"{why}; a compiled config is a JSON object"))
-                continue
-            resolved = ResolvedTarget("config", {"config": config})
-        else:
-            bad = _first_bad_jsonl_line(data)
-            if bad:
-                problems.append((loc, f"{path} line {bad} is not a JSON object; {_ONE_CALL_PER_LINE}"))
-                continue
-            sha256 = hashlib.sha256(data).hexdigest()
-            resolved = ResolvedTarget("call_set", {"call_set": {"path": str(path), "sha256": sha256}})
         if suite.model is not None:
             suite.model._resolved = resolved
     return problems
-
-
-def _first_bad_jsonl_line(data: bytes) -> int | None:
-    for n, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            if not isinstance(json.loads(line), dict):
-                return n
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return n
-    return None
 
 
 # --- turning pydantic's errors into located problems ---------------------------------------------

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .callset_kinds import AMOUNT, BOOLEAN, CASE, ENUM, JSON, KEY, LIST, NUMBER, OBJECT, TEXT, TIMESTAMP, Field, Model
+from .bundle_input import InputLimits, InputProblem, dotted, hostile_values, iter_lines, utf8
 from .callset_kinds import kind_of
 from .callset_rules import problems
 from .callset_rules import scan_sql as _scan_sql
@@ -101,13 +102,20 @@ Problem = tuple[int | None, str, str]
 """(line number or None for the whole file, field path, what is wrong and what is allowed)."""
 
 
-def check_line(obj: Any, case_keys: Collection[str]) -> list[tuple[str, str]]:
+def check_line(
+    obj: Any, case_keys: Collection[str], max_nesting: int = InputLimits.max_nesting
+) -> list[tuple[str, str]]:
     """Every problem with one parsed line, as (field path, message); empty when the line is good.
 
     ``case_keys`` are the run's cases. A rule across lines (a unique field) is :func:`explain`'s.
+    Values no catalog can hold alike (NaN, infinities, NUL characters, nesting past ``max_nesting``)
+    are refused anywhere in the line, free JSON fields included, before the model's rules.
     """
     if not isinstance(obj, dict):
         return [("", f"expected a JSON object (one call per line), got {kind_of(obj)}")]
+    hostile = hostile_values(obj, max_nesting)
+    if hostile:
+        return [(dotted(loc), what) for loc, what in hostile]
     return list(problems(LINE, obj, "", case_keys))
 
 
@@ -121,29 +129,34 @@ def scan_sql() -> str:
     return _scan_sql(LINE)
 
 
-def explain(path: Path, case_keys: Collection[str], limit: int = 20) -> tuple[list[Problem], bool]:
+def explain(
+    path: Path, case_keys: Collection[str], limit: int = 20, limits: InputLimits | None = None
+) -> tuple[list[Problem], bool]:
     """Up to ``limit`` problems in the file, in line order, and whether there were more.
 
-    It reads every line with :mod:`json`, so it is slow: the bulk load runs it only once it has
-    found the file bad, to say what, where and what is allowed.
+    It reads every line with :mod:`json`, so it is slow: ``assay load`` runs it once on every call
+    set a bundle names, and the bulk load only once it has found the file bad, to say what, where and
+    what is allowed. No line longer than ``limits.max_call_bytes`` is held in memory.
     """
+    limits = limits or InputLimits()
     found: list[Problem] = []
     unique = [f for f in LINE.fields if f.unique]
     first_line: dict[tuple[str, str], int] = {}
+    cap = limits.max_call_bytes
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                found.append((1, "", "the file starts with a byte order mark; save it as UTF-8 without one"))
-                raw = raw[len(codecs.BOM_UTF8) :]
-            try:
-                call = json.loads(raw)
-            except ValueError as exc:
-                found.append((number, "", f"not valid JSON ({exc}); each line must be one JSON object"))
-                call = None
-            else:
-                found.extend((number, field, what) for field, what in check_line(call, case_keys))
+        for number, raw, length in iter_lines(handle, cap):
+            call = None
+            if raw is None:
+                what = f"the line is {length:,} bytes, over the cap of {cap:,}; shorten it or raise "
+                what += "ASSAY_MAX_CALL_BYTES"
+                found.append((number, "", what))
+            elif raw.strip():
+                if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                    found.append((1, "", "the file starts with a byte order mark; save it as UTF-8 without one"))
+                    raw = raw[len(codecs.BOM_UTF8) :]
+                call = _parse(number, raw, found)
+            if call is not None:
+                found.extend((number, field, what) for field, what in check_line(call, case_keys, limits.max_nesting))
             for f in unique if isinstance(call, dict) else ():
                 value = call.get(f.name)
                 if value is None or f.kind.check(f, value, True, case_keys):
@@ -157,3 +170,16 @@ def explain(path: Path, case_keys: Collection[str], limit: int = 20) -> tuple[li
             if len(found) > limit:
                 return found[:limit], True
     return found, False
+
+
+def _parse(number: int, raw: bytes, found: list[Problem]) -> Any:
+    """One line as JSON (None, with the problem added to ``found``, when it is not UTF-8 JSON)."""
+    try:
+        return json.loads(utf8(raw))
+    except InputProblem as exc:
+        found.append((number, "", str(exc).replace(" (line 1)", "")))
+    except RecursionError:
+        found.append((number, "", "nested too deeply to parse; flatten it (the cap is ASSAY_MAX_NESTING levels)"))
+    except ValueError as exc:
+        found.append((number, "", f"not valid JSON ({exc}); each line must be one JSON object"))
+    return None

@@ -13,6 +13,7 @@ value, except that a required field's check also sees a missing or null one.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -89,8 +90,13 @@ def _case(f: Field, value: Any, present: bool, cases: Collection[str]) -> str | 
     return None
 
 
+def _finite(value: Any) -> bool:
+    """A JSON number Python and DuckDB both hold as finite (``1e400`` parses as infinity; NaN is never a value)."""
+    return _is_num(value) and (isinstance(value, int) or math.isfinite(value))
+
+
 def _amount(f: Field, value: Any, present: bool, cases: Collection[str]) -> str | None:
-    return None if _is_num(value) and value >= 0 else f"expected {f.what} or null, got {value!r}"
+    return None if _finite(value) and value >= 0 else f"expected {f.what} or null, got {value!r}"
 
 
 def _timestamp(f: Field, value: Any, present: bool, cases: Collection[str]) -> str | None:
@@ -151,8 +157,10 @@ def _json_text(v: str) -> str:
 KEY = Kind("key", "a non-empty string", _sql_key, _typed(_key))
 TEXT = Kind("text", "a string", _sql_string, _typed(lambda v: isinstance(v, str)))
 CASE = Kind("case", "a non-empty string", lambda v, f: f"{_sql_key(v, f)} AND {sql_in('$cases', _text(v))}", _case)
-NUMBER = Kind("number", "a number", _sql_number, _typed(_is_num), out=_double)
-AMOUNT = Kind("amount", "a number >= 0", lambda v, f: f"{_sql_number(v, f)} AND coalesce({_double(v)} >= 0, true)",
+NUMBER = Kind("number", "a number", lambda v, f: f"{_sql_number(v, f)} AND coalesce(isfinite({_double(v)}), true)",
+              _typed(_finite), out=_double)
+AMOUNT = Kind("amount", "a number >= 0",
+              lambda v, f: f"{_sql_number(v, f)} AND coalesce({_double(v)} >= 0 AND isfinite({_double(v)}), true)",
               _amount, out=_double)
 BOOLEAN = Kind("boolean", "a boolean", _sql_typed("BOOLEAN"), _typed(lambda v: isinstance(v, bool)),
                out=lambda v: f"TRY_CAST({v} AS BOOLEAN)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -86,12 +86,42 @@ class Settings(BaseSettings):
     lease_seconds: float = 120.0
     """How long a claimed lease lasts before it must be renewed."""
 
+    pending_timeout_seconds: float = Field(default=86400.0, gt=0)
+    """How long a created run may wait unclaimed before `assay reap` ends it ``timed_out``
+    (``never_started``): a run whose flow died before its runner started has no lease to expire, and
+    often no deadline, so without this it would stay pending for ever."""
+
     lake_grace_seconds: float = Field(default=3600.0, gt=0)
     """How long a file nobody lists (a crashed writer's) or a superseded one (compaction, re-judging)
     stays before vacuum deletes it; longer than any writer takes between writing a file and committing it."""
 
     lake_target_file_bytes: int = Field(default=128 * 2**20, gt=0)
     """The size compaction aims for when it rewrites a partition's small files."""
+
+    max_bundle_bytes: int = Field(default=32 * 2**20, gt=0)
+    """The largest bundle file ``assay load`` reads (``ASSAY_MAX_BUNDLE_BYTES``); a bigger one is refused
+    after reading at most one byte past the cap, so a file that never ends cannot exhaust memory."""
+
+    max_config_bytes: int = Field(default=8 * 2**20, gt=0)
+    """The largest compiled config a suite's target may name (``ASSAY_MAX_CONFIG_BYTES``)."""
+
+    max_call_bytes: int = Field(default=4 * 2**20, gt=0, le=16 * 2**20)
+    """The longest line of a call set (``ASSAY_MAX_CALL_BYTES``), checked at load. At most 16 MiB: the
+    runner's bulk reader (DuckDB) refuses longer lines, and a line refused at load is never found at run time."""
+
+    max_nesting: int = Field(default=64, ge=8, le=200)
+    """How deeply lists and mappings may nest in a bundle, a config or a call-set line (``ASSAY_MAX_NESTING``);
+    deeper input is refused by name rather than exhausting the parser's stack."""
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _home_not_empty(cls, value: object) -> object:
+        """An empty ``ASSAY_HOME=`` would be the current folder: a catalog written wherever one stands."""
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(
+                "is empty; unset it (default ./.assay), or set it to a workspace folder (`assay init` creates one)"
+            )
+        return value
 
     @property
     def resolved_catalog_url(self) -> str:

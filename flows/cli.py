@@ -35,6 +35,9 @@ def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
 ) -> None:
     _state["debug"] = debug
+    from .workspace import load_settings, use_prefect_home
+
+    use_prefect_home(load_settings())  # before any command imports Prefect, which reads it once
 
 
 def _console():
@@ -54,21 +57,23 @@ def _emit(schema: str, body: dict[str, Any], as_json: bool) -> bool:
     return as_json
 
 
-def _workspace():
+def _workspace(create: bool = False):
     from .workspace import open_workspace
 
-    return open_workspace()
+    return open_workspace(create=create)
 
 
 @app.command()
 def init(as_json: JsonOpt = False) -> None:
     """Create ASSAY_HOME: the catalog (migrated to the newest schema) and the lake."""
-    ws = _workspace()
+    ws = _workspace(create=True)
     with ws.engine.connect():  # opening the catalog migrates it to the newest schema
         pass
     ws.lake.check_layout(creating=True)
-    body = {"home": str(ws.settings.home.resolve()), "catalog": ws.settings.resolved_catalog_url,
-            "lake": ws.settings.resolved_lake_url}
+    from assay.core.redact import mask_url
+
+    body = {"home": str(ws.settings.home.resolve()), "catalog": mask_url(ws.settings.resolved_catalog_url),
+            "lake": mask_url(ws.settings.resolved_lake_url)}
     if not _emit("assay.init", body, as_json):
         _console().print(f"[green]ready[/]: catalog {body['catalog']}, lake {body['lake']}")
 
@@ -141,14 +146,18 @@ def runs_show(
 
 @app.command()
 def reap(as_json: JsonOpt = False) -> None:
-    """Resolve runs whose lease expired or whose deadline passed to timed_out."""
+    """Resolve runs whose lease expired, deadline passed or that never started to timed_out; finalise
+    runs left released."""
     from . import operations as ops
 
     result = ops.reap(_workspace())
     if not _emit("assay.reap", result, as_json):
-        timed_out = {k: v for k, v in result.items() if not k.startswith("scratch_")}
+        timed_out = {k: v for k, v in result.items() if not k.startswith("scratch_") and k != "finalised_released"}
         n = sum(map(len, timed_out.values()))
         _console().print(f"timed out {n} run(s): " + ", ".join(f"{k} {len(v)}" for k, v in timed_out.items()))
+        if result["finalised_released"]:
+            _console().print(f"judged and finalised {len(result['finalised_released'])} run(s) left released: "
+                             + ", ".join(result["finalised_released"]))
         if result["scratch_deleted"] or result["scratch_failed"]:
             _console().print(f"deleted {len(result['scratch_deleted'])} vendor object(s) left by dead runs"
                              + "".join(f"; not deleted: {n}" for n in result["scratch_failed"]))
@@ -259,7 +268,7 @@ def plan(
 
 @app.command()
 def demo(
-    reset: Annotated[bool, typer.Option(help="Empty ASSAY_HOME first (its catalog and lake).")] = False,
+    reset: Annotated[bool, typer.Option(help="Empty ASSAY_HOME first (its catalog and lake): only a home the demo created.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """On a fresh ASSAY_HOME: load the demo bundle, run both suites, show verdicts and the three tiers."""

@@ -28,9 +28,8 @@ def _run_demo(console: Console, quiet: bool, reset: bool) -> dict[str, Any]:
     from .planning import plan
     from .render import print_judged, print_load, print_plan, print_rescore, print_run, print_verdicts, run_with_progress
     from .demo_vendors import SUITE as VENDOR_SUITE, run_on_every_vendor
-    from .workspace import open_workspace
 
-    ws = _fresh_workspace(open_workspace(), reset)
+    ws = _fresh_workspace(reset)
     say = (lambda *a, **k: None) if quiet else console.print
     say(f"[bold]Assay demo[/] in {ws.settings.home.resolve()}\n")
 
@@ -90,22 +89,42 @@ def _run_demo(console: Console, quiet: bool, reset: bool) -> dict[str, Any]:
     }
 
 
-def _fresh_workspace(ws, reset: bool):
-    """The demo tells a story from an empty workspace: refuse one with runs, unless asked to empty it."""
+MARKER = ".assay-demo"
+"""Written in a home the demo created: only such a home may be emptied by ``assay demo --reset``."""
+
+
+def _fresh_workspace(reset: bool):
+    """The demo tells a story from an empty workspace: refuse one with runs, unless asked to empty it.
+
+    Like ``assay init`` it may create ASSAY_HOME (``make demo`` starts from nothing). ``--reset`` empties
+    only a home holding the demo's marker: evidence is write-once, and one slip with ``ASSAY_HOME``
+    pointing at a team's workspace must not delete it.
+    """
     import shutil
 
     from assay.core.errors import ConfigError
     from assay.storage.catalog.runs import list_runs
 
-    from .workspace import open_workspace
+    from .workspace import load_settings, open_workspace
 
-    home = ws.settings.home.resolve()
+    settings = load_settings()
+    home = settings.home.resolve()
+    created = not home.exists() or (home.is_dir() and not any(home.iterdir()))
+    ws = open_workspace(settings, create=True)
+    if created:
+        (home / MARKER).write_text("Created by `assay demo`; `assay demo --reset` may empty this folder.\n")
     if not list_runs(ws.engine, limit=1):
         return ws
     if not reset:
         raise ConfigError(
             f"ASSAY_HOME {home} already holds runs; the demo starts from an empty one: "
             "point ASSAY_HOME at a new folder, or pass --reset to empty this one"
+        )
+    if not (home / MARKER).is_file():
+        raise ConfigError(
+            f"--reset empties only a workspace the demo created, and {home} has no {home / MARKER}: "
+            "point ASSAY_HOME at a new folder for the demo (`make demo` uses .assay/demo-home), "
+            "or delete this one yourself if nothing in it is needed"
         )
     ws.close()
     if ws.settings.catalog_url is not None or ws.settings.lake_url is not None:
@@ -126,13 +145,19 @@ REVISIONS = (
 
 
 def write_revised_bundle(path: Path) -> Path:
-    """The demo bundle with a reworded assertion, a raised threshold and a changed situation (see REVISIONS)."""
+    """The demo bundle with a reworded assertion, a raised threshold and a changed situation (see REVISIONS).
+
+    Its target files are copied beside it: a bundle's targets must be files inside its own folder.
+    """
+    import shutil
+
     import yaml
 
     bundle = yaml.safe_load((DEMO / "bundle.yaml").read_text())
     acme, northside = bundle["teams"]
-    for suite in (*acme["suites"], *northside["suites"]):
-        suite["target"] = {kind: str((DEMO / rel).resolve()) for kind, rel in suite["target"].items()}
+    for rel in {rel for suite in (*acme["suites"], *northside["suites"]) for rel in suite["target"].values()}:
+        (path.parent / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(DEMO / rel, path.parent / rel)
     main_line = acme["suites"][0]
     [clause] = [a for a in main_line["assertions"] if a["key"] == "out_of_area_clause"]
     clause["params"]["clause"] = "refer them to a licensed plumber"

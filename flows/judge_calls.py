@@ -19,6 +19,7 @@ retries included (``VendorClient.sent``), so a re-judge served from the cache re
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -26,6 +27,7 @@ import polars as pl
 from assay.adapters.http import RetryPolicy
 from assay.adapters.judges import PROMPT_VERSION, Judge, Judgement
 from assay.core.mechanisms import Rubric
+from assay.core.redact import redact_text
 from assay.storage.catalog import judge_cache
 from assay.transforms.carry import JUDGE_SPEND
 from assay.transforms.judge_evidence import with_evidence
@@ -50,7 +52,9 @@ def ask_cached(ws: Workspace, judge: str, todo: pl.DataFrame) -> tuple[list[Judg
     cached = judge_cache.lookup(ws.engine, keys)
     questions = list(dict.fromkeys((r, e) for k, r, e in zip(keys, rubrics, texts, strict=True) if k not in cached))
     with Judge.from_settings(ws.settings, retry=RETRY) as client:
-        answers = dict(zip(questions, client.ask_many(questions), strict=True))
+        # A rationale may quote the evidence, so it is redacted before it is cached or stored.
+        asked_now = zip(questions, client.ask_many(questions), strict=True)
+        answers = {q: replace(j, reason=redact_text(j.reason)) for q, j in asked_now}
         sent = client.sent
     out: list[Judgement] = []
     fresh: list[dict[str, Any]] = []

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from assay.core.errors import ConfigError
+from assay.core.errors import ConfigError, RunFinalisedError
 from assay.core.plugins import default_runner_for, runner_class
 from assay.core.runner import DriveResult, Receipt, drive
 from assay.storage.catalog.load import load_bundle
@@ -16,6 +17,7 @@ from assay.storage.catalog.runs import RunRow, create_run, find_suite, get_run, 
 
 from .workspace import Workspace
 
+log = logging.getLogger(__name__)
 
 ASYNC_DEADLINE = timedelta(hours=24)
 """The deadline of an asynchronous runner's run when none is given: `assay collect` stops waiting then."""
@@ -32,9 +34,13 @@ def load(ws: Workspace, path: str) -> dict[str, Any]:
 
 
 def start_run(
-    ws: Workspace, suite: str, runner: str | None = None, deadline: timedelta | None = None
+    ws: Workspace, suite: str, runner: str | None = None, deadline: timedelta | None = None,
+    request_id: str | None = None,
 ) -> RunRow:
-    """Create the run: resolve the suite and its criteria, snapshot the cases, stamp criteria versions."""
+    """Create the run: resolve the suite and its criteria, snapshot the cases, stamp criteria versions.
+
+    With ``request_id`` a repeat (a retried task) returns the run the first call created.
+    """
     with ws.engine.connect() as conn:
         target_kind = find_suite(conn, suite).target_kind
     cls = runner_class(runner or default_runner_for(target_kind))
@@ -45,7 +51,7 @@ def start_run(
         )
     if not cls.synchronous and deadline is None:  # a vendor that never answers must not be waited for for ever
         deadline = ASYNC_DEADLINE
-    return create_run(ws.engine, suite, cls.name, deadline=deadline)
+    return create_run(ws.engine, suite, cls.name, deadline=deadline, request_id=request_id)
 
 
 def execute_run(
@@ -82,12 +88,16 @@ def judge_run(ws: Workspace, run_id: str, trigger: str = "run") -> dict[str, Any
 def finalise_run(ws: Workspace, run_id: str, verdicts: list[dict[str, Any]]) -> RunRow:
     """Freeze a released run as completed, stamping each consumer's verdict (once, for good).
 
-    A run released with an error is already final: its evidence stays for a later `assay judge`.
+    A run released with an error is already final: its evidence stays for a later `assay judge`. So
+    is one the reaper finalised meanwhile (its process looked dead): the first finalisation stands.
     """
     if get_run(ws.engine, run_id).finalised_at is None:
-        ws.ledger.finalise(
-            run_id, status="completed", verdicts={v["consumer"]: (v["verdict"], v["reason"]) for v in verdicts}
-        )
+        try:
+            ws.ledger.finalise(
+                run_id, status="completed", verdicts={v["consumer"]: (v["verdict"], v["reason"]) for v in verdicts}
+            )
+        except RunFinalisedError:
+            pass
     return get_run(ws.engine, run_id)
 
 
@@ -100,9 +110,37 @@ def finish_run(ws: Workspace, run_id: str) -> RunRow:
 
 
 def reap(ws: Workspace) -> dict[str, list[str]]:
-    """Resolve expired leases and passed deadlines to timed_out, then tear down the vendor objects that
-    runs nobody works on any more left behind (a process killed before its release could)."""
-    return {**ws.ledger.reap(), **sweep_scratch(ws)}
+    """Bring every abandoned run to a final state, then tear down the vendor objects that runs nobody
+    works on any more left behind (a process killed before its release could).
+
+    Expired leases, passed deadlines and runs never started end ``timed_out``; runs released but never
+    finalised (killed while judging) are judged and finalised (``finalised_released``).
+    """
+    timed_out = ws.ledger.reap(ws.settings.pending_timeout_seconds)
+    return {**timed_out, "finalised_released": finalise_released(ws), **sweep_scratch(ws)}
+
+
+def finalise_released(ws: Workspace) -> list[str]:
+    """Judge and finalise each run released but never finalised, idle for a lease's length.
+
+    If judging fails, the run still ends: ``error``, with the failure as its reason. Its evidence stays,
+    and `assay judge RUN` can judge it later (its stamped verdicts stay empty).
+    """
+    done = []
+    for run_id in ws.ledger.released(ws.settings.lease_seconds):
+        try:
+            finish_run(ws, run_id)
+        except RunFinalisedError:
+            continue  # its own flow finished it meanwhile
+        except Exception as exc:  # any judging failure: the run must still end, with the reason
+            reason = f"judging failed while reaping: {type(exc).__name__}: {exc}"
+            log.error("run %s: %s", run_id, reason)
+            try:
+                ws.ledger.finalise(run_id, status="error", reason=reason)
+            except RunFinalisedError:
+                continue
+        done.append(run_id)
+    return done
 
 
 def sweep_scratch(ws: Workspace) -> dict[str, list[str]]:

@@ -18,7 +18,9 @@ from assay.core.runner import Receipt
 from assay.storage.catalog.runs import get_run
 
 from . import operations as ops
-from .workspace import open_workspace
+from .workspace import bind_temporary_server, open_workspace
+
+bind_temporary_server()  # Prefect's temporary server dies with the command, even a SIGKILLed one
 
 _listeners: list[Callable[[Receipt], None]] = []
 
@@ -45,10 +47,20 @@ io_task = task(retries=3, retry_delay_seconds=[1, 2, 4], retry_condition_fn=retr
 
 
 @io_task
-def create_run_task(suite: str, runner: str | None, deadline_minutes: float | None) -> str:
+def create_run_task(suite: str, runner: str | None, deadline_minutes: float | None, request_id: str) -> str:
+    """Create the run once: a retry (the first attempt's commit may have landed) returns the same run."""
     ws = open_workspace()
     deadline = timedelta(minutes=deadline_minutes) if deadline_minutes else None
-    return ops.start_run(ws, suite, runner, deadline).run_id
+    return ops.start_run(ws, suite, runner, deadline, request_id=request_id).run_id
+
+
+def _request_id() -> str:
+    """One request id per flow run, fixed before the creating task so its retries share it."""
+    from prefect.runtime import flow_run
+
+    from assay.core.ids import new_id
+
+    return f"run-suite:{flow_run.get_id() or new_id()}"
 
 
 @task
@@ -78,7 +90,7 @@ def run_suite(
     runner_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Create the run (criteria resolved and stamped), claim, drive the runner, report, release; judge; finalise."""
-    run_id = create_run_task(suite, runner, deadline_minutes)
+    run_id = create_run_task(suite, runner, deadline_minutes, _request_id())
     executed = execute_task(run_id, runner_options)
     # released with the error (already final; the evidence stays), or submitted to an asynchronous
     # runner's vendor (the collect flow judges and finalises it)
@@ -96,7 +108,7 @@ def reap_task() -> dict[str, list[str]]:
 
 @flow(name="reap")
 def reap() -> dict[str, list[str]]:
-    """Resolve expired leases and passed deadlines to timed_out."""
+    """Resolve expired leases, passed deadlines and runs never started to timed_out; finalise runs left released."""
     return reap_task()
 
 

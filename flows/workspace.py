@@ -1,17 +1,38 @@
-"""A workspace: the settings, the catalog engine, the lake and the ledger, opened together."""
+"""A workspace: the settings, the catalog engine, the lake and the ledger, opened together.
+
+It also owns the Prefect environment a workspace runs flows in (its own Prefect home, telemetry off,
+a temporary server that dies with the command): see :func:`use_prefect_home` and
+:func:`bind_temporary_server`.
+"""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
+from pydantic import ValidationError
 
+from assay.core.errors import ConfigError
 from assay.core.settings import Settings
-from assay.storage.catalog.engine import create_catalog_engine, migrate
-from assay.storage.catalog.ledger import CatalogLedger
-from assay.storage.lake import Lake
+
+if TYPE_CHECKING:  # the command line imports this module before every command: keep it light
+    import sqlalchemy as sa
+
+    from assay.storage.catalog.ledger import CatalogLedger
+    from assay.storage.lake import Lake
+
+PREFECT_DEFAULTS = {
+    # The temporary server's start-up ping and the SDK's usage events cannot leave an air-gapped machine.
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
+    # Prefect waits 20 s for its temporary server; a busy CI machine or laptop needs longer.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+}
 
 
 @dataclass
@@ -20,16 +41,22 @@ class Workspace:
 
     @cached_property
     def engine(self) -> sa.Engine:
+        from assay.storage.catalog.engine import create_catalog_engine, migrate
+
         engine = create_catalog_engine(self.settings.resolved_catalog_url)
         migrate(engine)
         return engine
 
     @cached_property
     def lake(self) -> Lake:
+        from assay.storage.lake import Lake
+
         return Lake.from_settings(self.settings, self.engine)
 
     @cached_property
     def ledger(self) -> CatalogLedger:
+        from assay.storage.catalog.ledger import CatalogLedger
+
         return CatalogLedger(self.engine, self.lake)
 
     def close(self) -> None:
@@ -37,12 +64,118 @@ class Workspace:
             self.engine.dispose()
 
 
-def open_workspace(settings: Settings | None = None) -> Workspace:
-    """Open (and, on first use, create) the workspace the settings describe."""
-    settings = settings or Settings()
-    settings.home.mkdir(parents=True, exist_ok=True)
-    # Prefect keeps its own database; inside ASSAY_HOME, parallel workspaces never share one.
+def load_settings() -> Settings:
+    """``Settings()`` from the environment, a malformed variable a :class:`ConfigError` naming it."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"ASSAY_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"malformed setting: {problems}") from None
+
+
+def open_workspace(settings: Settings | None = None, *, create: bool = False) -> Workspace:
+    """Open the workspace the settings describe; only ``assay init`` and the demo create one (``create``).
+
+    A mistyped ``ASSAY_HOME`` must be an error, not a new empty workspace that answers "no runs yet"
+    while the team's evidence sits elsewhere.
+    """
+    from assay.core.redact import install_log_redaction
+
+    install_log_redaction()  # nothing this workspace logs keeps a secret
+    settings = settings or load_settings()
+    home = settings.home
+    if create:
+        home.mkdir(parents=True, exist_ok=True)
+    elif not home.is_dir():
+        raise ConfigError(
+            f"ASSAY_HOME {home.resolve()} does not exist (or is not a folder): run `assay init` to create a workspace there, "
+            "or point ASSAY_HOME at an existing workspace folder"
+        )
+    # Prefect keeps its own database; inside ASSAY_HOME, parallel workspaces never share one. (The CLI
+    # sets it earlier, and for certain, in use_prefect_home; a library caller's own setting wins.)
     os.environ.setdefault("PREFECT_HOME", str(settings.prefect_home))
-    # The temporary server's usage telemetry cannot leave an air-gapped machine; don't try.
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
     return Workspace(settings)
+
+
+def use_prefect_home(settings: Settings) -> None:
+    """Point Prefect at this workspace's home, with telemetry off, before Prefect is imported.
+
+    Prefect reads its settings once, when it is first imported: set later, ``PREFECT_HOME`` is ignored
+    and every workspace shares ``~/.prefect/prefect.db`` (and its "database is locked" errors). The
+    command line calls this before any command runs.
+    """
+    os.environ["PREFECT_HOME"] = str(settings.prefect_home)
+    for key, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+_WATCHDOG = """\
+import os, signal, sys, time
+if sys.stdin.buffer.read():
+    sys.exit(0)
+pid = int(sys.argv[1])
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        sys.exit(0)
+    for _ in range(50):
+        time.sleep(0.1)
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            sys.exit(0)
+"""
+_watchdogs: dict[int, subprocess.Popen] = {}
+
+
+def bind_temporary_server() -> None:
+    """Make Prefect's temporary server die with this process, however the process ends.
+
+    Prefect starts the server as a child and stops it at exit, but SIGKILL skips exit handlers, and the
+    orphan lives on, holding the workspace's Prefect database. ``PR_SET_PDEATHSIG`` is Linux-only and
+    fires when the *thread* that started the child ends (Prefect may start it from a worker thread); a
+    process group would take the user's terminal job control with it. So a tiny watchdog process (no
+    imports beyond the standard library) waits on a pipe whose write end only this process holds: the
+    kernel closes it when this process ends, by any means; on end-of-file with no "stopped" word the
+    watchdog stops the server (SIGTERM, then SIGKILL). Only the temporary server is bound: with
+    ``PREFECT_API_URL`` set there is none (and its heavy module is not imported).
+    """
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():
+        return
+    from prefect.server.api.server import SubprocessASGIServer as Server
+
+    if getattr(Server, "_assay_bound", False):
+        return
+    start, stop = Server._run_uvicorn_command, Server.stop
+
+    def run_bound(self):
+        if self.server_process is not None and self.server_process.poll() is not None:
+            _release(self.server_process.pid)  # Prefect retries on another port; the first one is gone
+        process = start(self)
+        _watchdogs[process.pid] = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(process.pid)],
+            stdin=subprocess.PIPE, start_new_session=True,  # a Ctrl-C to the command's group spares it
+        )
+        return process
+
+    def stop_bound(self):
+        pid = self.server_process.pid if self.server_process else None
+        try:
+            stop(self)
+        finally:
+            _release(pid)
+
+    Server._run_uvicorn_command, Server.stop, Server._assay_bound = run_bound, stop_bound, True
+
+
+def _release(pid: int | None) -> None:
+    """Tell the server's watchdog it was stopped in order: its pid may be reused, so leave it alone."""
+    if (watchdog := _watchdogs.pop(pid, None)) is not None:  # type: ignore[arg-type]
+        watchdog.stdin.write(b"stopped")
+        watchdog.stdin.close()
+        watchdog.wait()

@@ -88,5 +88,6 @@ def assay_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if key.startswith("ASSAY_") and key not in (PG_ENV, "ASSAY_REQUIRE_POSTGRES", "ASSAY_LIVE_TESTS"):
             monkeypatch.delenv(key)
     home = tmp_path / "home"
+    home.mkdir()  # only `assay init` and the demo create a workspace's home
     monkeypatch.setenv("ASSAY_HOME", str(home))
     return home

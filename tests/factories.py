@@ -105,7 +105,7 @@ CONFIG = {
 }
 """The compiled config the config suite's target file holds."""
 
-CALLS = [{"call_id": "1", "case": "outside-area"}, {"call_id": "2", "case": "burst-pipe"}]
+CALLS = [{"call_id": "1", "case": "outside-area"}, {"call_id": "2", "case": "outside-area"}]
 """The recorded calls the call-set suite's target file holds, one JSON object a line."""
 
 

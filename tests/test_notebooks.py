@@ -19,7 +19,7 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("notebooks") / "home"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ASSAY_HOME", str(home))
-        ws = open_workspace()
+        ws = open_workspace(create=True)
         ops.load(ws, str(DEMO / "bundle.yaml"))
         for suite in SUITES:
             run_id = ops.start_run(ws, suite).run_id

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from assay.core.bundle_input import InputLimits
 from assay.core.callset import LINE, Problem, explain, scan_sql
 from assay.core.errors import RunnerError
 from assay.core.evidence import case_run_schema, evaluation_schema, vendor_reading
@@ -181,5 +182,5 @@ def _readings(flat: "pa.StructArray") -> "dict[str, pa.Array]":
 
 
 def _refuse(path: Path, cases: Mapping[str, str], fallback: str) -> NoReturn:
-    problems, more = explain(path, set(cases))
+    problems, more = explain(path, set(cases), limits=InputLimits.from_settings())
     raise CallSetError(str(path), problems or [(None, "", fallback)], more)

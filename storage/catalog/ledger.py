@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from assay.core.errors import LeaseError, NotFoundError, RunFinalisedError
 from assay.core.evidence import Report
 from assay.core.failpoints import failpoint
+from assay.core.redact import redact_report
 from assay.core.runner import Lease, Receipt
 
 from ..evidence import assemble
@@ -58,8 +59,11 @@ _HOLDING = (
     runs.c.lease_expires_at >= _NOW,
     runs.c.finalised_at.is_(None),
 )
-_RENEW = runs.update().where(*_HOLDING).values(lease_expires_at=_EXPIRES)
-_TOUCH = runs.update().where(*_HOLDING).values(last_report_at=_NOW)
+# Renewing and reporting also need the deadline not to have passed: a lease taken before the deadline
+# must not carry the run past it (a handed-back or submitted run is ended by the deadline anyway).
+_LIVE = (*_HOLDING, sa.or_(runs.c.deadline_at.is_(None), runs.c.deadline_at > _NOW))
+_RENEW = runs.update().where(*_LIVE).values(lease_expires_at=_EXPIRES)
+_TOUCH = runs.update().where(*_LIVE).values(last_report_at=_NOW)
 _RELEASABLE = runs.update().where(runs.c.run_id == _RUN, runs.c.lease_owner == _OWNER, runs.c.finalised_at.is_(None))
 _RELEASE = _RELEASABLE.values(lease_owner=None, lease_expires_at=None, status="released")
 _RELEASE_WITH_ERROR = _RELEASABLE.values(
@@ -153,12 +157,14 @@ class CatalogLedger:
         *,
         status: str = "completed",
         verdicts: dict[str, tuple[str, str]] | None = None,
+        reason: str | None = None,
     ) -> None:
         """Freeze a released run with its final status and, once judged, each consumer's verdict.
 
         ``verdicts`` maps consumer -> (verdict, reason) for the criteria stamped at start; the run's
         ``outcome`` becomes the most severe of them (error, then fail, then pass). Both are written in
-        the same transaction as the freeze, and the database refuses any later change.
+        the same transaction as the freeze, and the database refuses any later change. ``reason`` is
+        kept as the run's status reason (why a run ended ``error`` without verdicts, say).
         """
         verdicts = verdicts or {}
         outcome = next((v for v in ("error", "fail", "pass") if v in {x for x, _ in verdicts.values()}), None)
@@ -172,7 +178,10 @@ class CatalogLedger:
                     .where(t.run_criteria.c.run_id == run_id, t.run_criteria.c.consumer_key == consumer)
                     .values(verdict=verdict, verdict_reason=reason)
                 )
-            if conn.execute(stmt.values(status=status, outcome=outcome, finalised_at=self.clock())).rowcount != 1:
+            values = dict(status=status, outcome=outcome, finalised_at=self.clock())
+            if reason is not None:
+                values["status_reason"] = reason
+            if conn.execute(stmt.values(**values)).rowcount != 1:
                 raise self._why_not(conn, run_id, "(finaliser)", self.clock())
 
     def _why_not(self, conn: sa.Connection, run_id: str, owner: str, now: datetime) -> Exception:
@@ -196,7 +205,10 @@ class CatalogLedger:
         The evidence files are written first, with no catalog lock held; then one short transaction
         checks the lease (compare-and-set), records the request id and names the files in the lake's
         manifest. Refused or crashed, the files stay unnamed: nobody reads them, and vacuum removes them.
+        Secrets are redacted first (:func:`~assay.core.redact.redact_report`), so neither the lake nor a
+        rejected report's payload ever holds one.
         """
+        report = redact_report(report)
         now = self.clock()
         seen = sa.select(sa.literal(1)).where(
             t.run_reports.c.run_id == lease.run_id, t.run_reports.c.request_id == report.request_id
@@ -267,15 +279,23 @@ class CatalogLedger:
         raise refusal
 
     # -- the reaper -----------------------------------------------------------------------------
-    def reap(self) -> dict[str, list[str]]:
-        """Resolve expired leases and passed deadlines to ``timed_out``; returns run ids by reason."""
+    def reap(self, pending_timeout_seconds: float = 86400.0) -> dict[str, list[str]]:
+        """Resolve expired leases, passed deadlines and runs never started to ``timed_out``; run ids by reason.
+
+        A run created but never claimed (its flow died before the runner started) has no lease to
+        expire and often no deadline: past ``pending_timeout_seconds`` it is ``never_started``.
+        Released runs are not ended here: they still need judging (:meth:`released`).
+        """
         now = self.clock()
         open_ = runs.c.finalised_at.is_(None)
+        pending_since = now - timedelta(seconds=pending_timeout_seconds)
         reasons = {
             "deadline_passed": sa.and_(open_, runs.c.deadline_at.is_not(None), runs.c.deadline_at <= now),
             # a submitted run whose collector died goes on waiting: the next collector takes it over
             "lease_expired": sa.and_(open_, runs.c.lease_expires_at.is_not(None), runs.c.lease_expires_at < now,
                                      runs.c.provider_ref.is_(None)),
+            "never_started": sa.and_(open_, runs.c.status == "pending", runs.c.claimed_at.is_(None),
+                                     runs.c.lease_owner.is_(None), runs.c.created_at <= pending_since),
         }
         out: dict[str, list[str]] = {}
         with self.engine.begin() as conn:
@@ -294,3 +314,15 @@ class CatalogLedger:
             for run_id in ids:
                 log.warning("run %s timed out: %s", run_id, reason.replace("_", " "))
         return out
+
+    def released(self, idle_seconds: float) -> list[str]:
+        """Runs released but never finalised, idle (no claim or report) for ``idle_seconds``: their
+        process died between release and finalisation. The idle time leaves a live flow, judging what it
+        just released, to finish its own run."""
+        since = self.clock() - timedelta(seconds=idle_seconds)
+        last = sa.func.coalesce(runs.c.last_report_at, runs.c.claimed_at, runs.c.created_at)
+        q = sa.select(runs.c.run_id).where(
+            runs.c.status == "released", runs.c.finalised_at.is_(None), runs.c.lease_owner.is_(None), last <= since
+        )
+        with self.engine.connect() as conn:
+            return sorted(conn.execute(q).scalars())

@@ -10,6 +10,9 @@ are immutable: a changed assertion (mechanism, params, role, description) or cri
 new version; the database itself refuses an in-place change. Anything in the catalog that the bundle
 no longer mentions is kept as it is, and the plan says so. Loading the same bundle twice changes
 nothing.
+
+Secrets never reach the catalog: case content and stored targets go through
+:func:`~assay.core.redact.redact` (a suite keeps the hash of its raw target, see :meth:`_Planner._suite`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import sqlalchemy as sa
 from assay.core.bundle import AssertionDef, Bundle, CaseDef, SuiteDef, criteria_spec, read_bundle
 from assay.core.errors import BundleError
 from assay.core.ids import content_hash, new_id
+from assay.core.redact import redact
 
 from . import tables as t
 from .diff import KINDS, PAST, Action, BundleDiff, Change, Kind, LoadSummary, Write
@@ -238,7 +242,7 @@ class _Planner:
         self._add(kind, "update", label, Write(table, "update", values, key), *extra, fields=changed, ref=ref)
 
     def _case(self, team_id: str, case: CaseDef) -> str:
-        content = case.content()
+        content = redact(case.content())  # a world fact may hold a key; the catalog never does
         values = {"title": case.title, "content": content, "content_hash": content_hash(content),
                   "source_recipe_id": case.source_recipe}  # fmt: skip
         row = self.state.cases.get((team_id, case.key))
@@ -259,7 +263,10 @@ class _Planner:
 
     def _suite(self, team_id: str, suite: SuiteDef, case_ids: list[str]) -> None:
         target = suite.resolved_target
-        values = {"name": suite.name, "target_kind": target.kind, "target": target.target, "target_hash": target.hash}
+        # The stored config is redacted; its hash is the raw file's, so rotating a key in it is a change
+        # and reloading an unchanged file is not.
+        values = {"name": suite.name, "target_kind": target.kind, "target": redact(target.target),
+                  "target_hash": target.hash}  # fmt: skip
         row = self.state.suites.get((team_id, suite.key))
         suite_id = row.suite_id if row is not None else new_id()
         new = {"suite_id": suite_id, "team_id": team_id, "suite_key": suite.key, **values,

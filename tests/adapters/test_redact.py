@@ -41,7 +41,7 @@ def test_nested_values_are_redacted_and_the_original_is_untouched() -> None:
     out = redact(payload)
     assert out == {
         "call": {"id": "tcr_1", "headers": [{"Authorization": REDACTED}, {"Accept": "json"}]},
-        "credentials": {"api_key": REDACTED},
+        "credentials": REDACTED,
         "steps": [[{"token": REDACTED}], "plain"],
         "count": 3,
         "ok": True,
@@ -52,9 +52,9 @@ def test_nested_values_are_redacted_and_the_original_is_untouched() -> None:
     assert payload["call"]["headers"][1]["Accept"] == "json"  # a copy, not a view
 
 
-def test_bearer_strings_are_redacted_wherever_they_sit() -> None:
+def test_bearer_tokens_are_redacted_wherever_they_sit_and_the_text_around_them_kept() -> None:
     out = redact({"header": "Bearer eyJhbGciOiJIUzI1NiJ9.abc", "log": ["sent Authorization: bearer sk-live-12345678"]})
-    assert out == {"header": REDACTED, "log": [REDACTED]}
+    assert out == {"header": f"Bearer {REDACTED}", "log": [f"sent Authorization: bearer {REDACTED}"]}
     assert redact("the bearer of bad news") == "the bearer of bad news"
 
 

@@ -74,7 +74,7 @@ def local_ws(assay_home: Path, hamming: FakeHamming, monkeypatch: pytest.MonkeyP
 def _workspace(assay_home: Path, hamming: FakeHamming, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
     for key, value in hamming_env(hamming).items():
         monkeypatch.setenv(key, value)
-    assay_home.mkdir(parents=True)
+    assay_home.mkdir(parents=True, exist_ok=True)
     (assay_home / "config.json").write_text(json.dumps({"name": "Voice line", "prompt": "Deployed."}))
     (assay_home / "bundle.json").write_text(json.dumps(BUNDLE))
     workspace = open_workspace()
@@ -105,7 +105,7 @@ def test_submit_then_collect_until_done_judges_and_finalises(ws: Workspace, hamm
     run = get_run(ws.engine, run_id)
     assert run.awaiting_vendor and run.lease_owner is None and run.deadline_at is not None  # a default deadline
     assert list(vendor_mappings(ws.engine, run_id).values()) == [("as-greeting", "Greets the caller")]
-    assert ws.ledger.reap() == {"deadline_passed": [], "lease_expired": []}  # waiting is not abandoned
+    assert ws.ledger.reap() == {"deadline_passed": [], "lease_expired": [], "never_started": []}  # waiting is not abandoned
     first = collect_outstanding(ws)
     assert (first.outstanding, first.waiting, first.finalised) == (1, [run_id], [])
     assert get_run(ws.engine, run_id).awaiting_vendor

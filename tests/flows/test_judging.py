@@ -6,6 +6,7 @@ that calls neither a runner nor the judge; plan says which tier a bundle change 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -79,7 +80,7 @@ def test_an_unsupported_mechanism_fails_with_a_reason(ws, tmp_path: Path) -> Non
     bundle = yaml.safe_load((DEMO / "bundle.yaml").read_text())
     acme = bundle["teams"][0]
     suite = acme["suites"][0]
-    suite["target"] = {"config": str(DEMO / "configs" / "acme-main-line.json")}
+    shutil.copytree(DEMO / "configs", tmp_path / "configs")  # targets are files in the bundle's folder
     acme["suites"] = [suite]
     suite["assertions"].append(
         {"key": "greets_caller", "mechanism": "transcript.contains", "params": {"text": "hello"}}
@@ -101,8 +102,10 @@ def test_an_unsupported_mechanism_fails_with_a_reason(ws, tmp_path: Path) -> Non
 def test_an_unmatched_required_key_stops_the_run_before_any_runner(ws, tmp_path: Path, no_runner) -> None:
     bundle = yaml.safe_load((DEMO / "bundle.yaml").read_text())
     northside = bundle["teams"][1]
-    northside["suites"][0]["target"] = {"call_set": str(DEMO / "calls" / "northside-recorded.jsonl")}
-    # Drop the case whose assertion blueprint_ci requires; its criteria still name the key.
+    shutil.copytree(DEMO / "calls", tmp_path / "calls")  # targets are files in the bundle's folder
+    # Drop the case whose assertion blueprint_ci requires (and its calls); its criteria still name the key.
+    calls = tmp_path / "calls" / "northside-recorded.jsonl"
+    calls.write_text("".join(line for line in calls.read_text().splitlines(True) if "angry-billing-dispute" not in line))
     northside["suites"][0]["cases"].remove("angry-billing-dispute")
     for spec in northside["suites"][0]["criteria"].values():
         for field in ("required", "ignore"):
@@ -214,14 +217,14 @@ def test_plan_says_which_tier_each_suite_and_consumer_needs(ws, demo_runs, tmp_p
     acme, northside = tiers["acme-plumbing/main-line"], tiers["northside-hvac/recorded-calls"]
     assert acme["tier"] == "re-judge" and northside["tier"] == "re-run"
     assert tiers["acme-plumbing/chat-line"]["tier"] == "none"  # the reworded assertion is main-line's
-    assert northside["rerun_reasons"] == ["~ case northside-hvac/maintenance-plan-question (situation)"]
+    assert northside["rerun_reasons"] == [  # the revised bundle's call set is a copy in its own folder: a new path
+        "~ case northside-hvac/maintenance-plan-question (situation)", "~ suite northside-hvac/recorded-calls (target)"]
     assert acme["rejudge"]["outcomes"] == 4 and acme["rejudge"]["judge_calls"] == 0
     assert {c["consumer"]: c["tier"] for c in acme["consumers"]} == {
         "blueprint_ci": "re-judge", "nightly_sweep": "re-judge", "publish_gate": "re-judge"}
     # Only a criteria edit: re-score, for that consumer alone.
     bundle = yaml.safe_load((DEMO / "bundle.yaml").read_text())
-    for suite in (s for team in bundle["teams"] for s in team["suites"]):
-        suite["target"] = {k: str(DEMO / v) for k, v in suite["target"].items()}
+    shutil.copytree(DEMO / "configs", tmp_path / "configs", dirs_exist_ok=True)  # targets: files in its folder
     bundle["teams"][0]["suites"][0]["criteria"]["nightly_sweep"]["threshold"][0]["min"] = 0.5
     path = tmp_path / "criteria-only.yaml"
     path.write_text(yaml.safe_dump(bundle))

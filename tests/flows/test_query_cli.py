@@ -38,7 +38,7 @@ def _section(title: str) -> str:
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A workspace where both demo suites ran and were judged, then one run was judged again."""
     home = tmp_path_factory.mktemp("query") / "home"
-    ws = open_workspace(Settings(home=home))
+    ws = open_workspace(Settings(home=home), create=True)
     try:
         ops.load(ws, str(DEMO / "bundle.yaml"))
         run_ids = [ops.start_run(ws, suite).run_id for suite in SUITES]

@@ -125,7 +125,7 @@ def test_late_report_into_a_finalised_run_is_dropped_loudly(
 ) -> None:
     lease = ledger.claim(run_id, "a", 30)
     clock.advance(60)
-    assert ledger.reap() == {"deadline_passed": [], "lease_expired": [run_id]}
+    assert ledger.reap() == {"deadline_passed": [], "lease_expired": [run_id], "never_started": []}
     with caplog.at_level(logging.WARNING):
         receipt = ledger.report(lease, report_for(engine, run_id, "late"))
     assert receipt.status == "rejected" and "finalised" in receipt.reason
@@ -166,8 +166,60 @@ def test_reaper_resolves_passed_deadlines_and_leaves_live_runs(
     clock.advance(301)
     with pytest.raises(LeaseError, match="deadline passed"):
         ledger.claim(waiting, "b", 30)
-    assert ledger.reap() == {"deadline_passed": [waiting], "lease_expired": []}
+    assert ledger.reap() == {"deadline_passed": [waiting], "lease_expired": [], "never_started": []}
     assert get_run(engine, working).status == "running"
     ledger.renew(lease, 600)
     with pytest.raises(RunFinalisedError, match="timed_out"):
         ledger.claim(waiting, "b", 30)
+
+
+def test_the_deadline_holds_after_claim(ledger: CatalogLedger, engine: sa.Engine, clock: Clock) -> None:
+    run_id = create_run(engine, seed_suite(engine), "fixed", deadline=timedelta(seconds=30)).run_id
+    lease = ledger.claim(run_id, "a", 600)  # the lease outlives the deadline
+    clock.advance(31)
+    with pytest.raises(LeaseError, match="deadline passed"):
+        ledger.renew(lease, 600)
+    with pytest.raises(LeaseError, match="deadline passed"):
+        ledger.report(lease, report_for(engine, run_id, "after"))
+    details = run_details(engine, run_id)
+    assert details["case_runs"] == 0 and details["reports"] == []
+    [rejected] = details["rejected_reports"]  # kept with its payload, like a late report
+    assert rejected["request_id"] == "after" and "deadline passed" in rejected["reason"]
+    assert ledger.lake.files("case_runs") == []
+    assert ledger.reap()["deadline_passed"] == [run_id]
+
+
+def test_a_run_never_started_times_out_after_the_pending_timeout(
+    ledger: CatalogLedger, engine: sa.Engine, clock: Clock
+) -> None:
+    suite = seed_suite(engine)
+    pending = create_run(engine, suite, "fixed").run_id
+    released = create_run(engine, suite, "fixed").run_id
+    ledger.release(ledger.claim(released, "a", 30))
+    clock.advance(3599)
+    assert ledger.reap(pending_timeout_seconds=3600)["never_started"] == []
+    clock.advance(2)
+    assert ledger.reap(pending_timeout_seconds=3600) == {
+        "deadline_passed": [], "lease_expired": [], "never_started": [pending]
+    }
+    run = get_run(engine, pending)
+    assert (run.status, run.status_reason) == ("timed_out", "never_started") and run.finalised_at is not None
+    assert get_run(engine, released).status == "released"  # it needs judging, not timing out
+    assert ledger.released(idle_seconds=60) == [released]
+
+
+def test_finalise_keeps_its_reason(ledger: CatalogLedger, run_id: str) -> None:
+    ledger.release(ledger.claim(run_id, "a", 30))
+    ledger.finalise(run_id, status="error", reason="judging failed")
+    run = get_run(ledger.engine, run_id)
+    assert (run.status, run.status_reason, run.finalised_at is not None) == ("error", "judging failed", True)
+
+
+def test_create_run_is_idempotent_on_its_request_id(engine: sa.Engine) -> None:
+    suite = seed_suite(engine)
+    first = create_run(engine, suite, "fixed", request_id="flow-1")
+    again = create_run(engine, suite, "fixed", request_id="flow-1")
+    other = create_run(engine, suite, "fixed", request_id="flow-2")
+    assert again.run_id == first.run_id != other.run_id
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(t.runs)).scalar_one() == 2
