@@ -23,15 +23,16 @@ import sqlalchemy as sa
 from assay.core.criteria import CriteriaSpec
 from assay.core.plugins import registered
 from assay.storage.catalog.assertions import assignments, stamped_criteria
+from assay.storage.catalog.runs import run_coverage
 from assay.storage.judgments import write_pass
 from assay.storage.lake import FileFilter
 from assay.transforms.carry import STORED, new_outcomes, pass_results, plan_pass
 from assay.transforms.judge import evaluate
 from assay.transforms.mechanisms import evaluator_versions
 from assay.transforms.rescore import key_counts
-from assay.transforms.verdicts import case_verdicts, latest, run_verdicts
+from assay.transforms.verdicts import case_verdicts, latest, run_verdicts, with_coverage
 
-from .rescoring import current_atoms
+from .rescoring import coverage_frame, current_atoms
 from .judge_calls import answer_rubrics
 from .workspace import Workspace
 
@@ -95,6 +96,7 @@ def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) 
     """
     with ws.engine.connect() as conn:
         stamped = stamped_criteria(conn, run_ids)
+        coverage = coverage_frame(run_coverage(conn, run_ids))
     out: list[dict[str, Any]] = []
     by_spec: dict[tuple[str, int, str], list[sa.Row]] = {}
     for row in stamped:
@@ -102,7 +104,9 @@ def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) 
     for (consumer, version, _), rows in by_spec.items():
         spec = CriteriaSpec.model_validate(rows[0].spec)
         ids = [r.run_id for r in rows]
-        computed = {v["run_id"]: v for v in run_verdicts(current_atoms(ws, ids), spec).collect().to_dicts()}
+        judged = run_verdicts(current_atoms(ws, ids), spec).collect()
+        covered = with_coverage(judged, coverage.filter(pl.col("run_id").is_in(ids)), spec)
+        computed = {v["run_id"]: v for v in covered.to_dicts()}
         breakdown = case_verdicts(current_atoms(ws, ids), spec).collect() if cases else None
         for r in rows:
             v = computed.get(r.run_id, {"verdict": None, "reason": "not judged yet"})

@@ -18,10 +18,10 @@ import polars as pl
 from assay.core.criteria import CriteriaSpec, resolve
 from assay.core.ids import content_hash, id_code, name_code
 from assay.storage.catalog.assertions import criteria_spec, stamped_verdicts
-from assay.storage.catalog.runs import finalised_runs, find_suite, suite_assertion_keys
+from assay.storage.catalog.runs import COVERAGE_COLUMNS, finalised_runs, find_suite, suite_assertion_keys
 from assay.storage.lake import FileFilter, codes
 from assay.transforms.rescore import counted_run_verdicts
-from assay.transforms.verdicts import VERDICT_COLUMNS, flips, run_verdicts
+from assay.transforms.verdicts import VERDICT_COLUMNS, flips, run_verdicts, with_coverage
 
 from .workspace import Workspace
 
@@ -30,6 +30,13 @@ def current_atoms(ws: Workspace, run_ids: Sequence[str], suite_id: str | None = 
     """The current atoms (each case run's latest outcome's) of ``run_ids``, read from the lake's state."""
     where = FileFilter(suites=[suite_id]) if suite_id else FileFilter(runs=run_ids)
     return ws.lake.scan("current_results", where).filter(pl.col("run_id").is_in(list(run_ids)))
+
+
+def coverage_frame(rows) -> pl.DataFrame:
+    """Catalog rows carrying :data:`COVERAGE_COLUMNS` as the frame :func:`with_coverage` reads."""
+    return pl.DataFrame([{c: r._mapping[c] for c in COVERAGE_COLUMNS} for r in rows],
+                        schema={"run_id": pl.String, "status": pl.String, "status_reason": pl.String,
+                                "case_count": pl.Int64, "case_runs": pl.Int64})
 
 
 def _iso(column: str) -> pl.Expr:
@@ -89,18 +96,19 @@ def rescore(
     stamps = pl.DataFrame({"run_id": list(stamped), "stamped": [v[0] for v in stamped.values()],
                            "stamped_version": [v[1] for v in stamped.values()]},
                           schema={"run_id": pl.String, "stamped": pl.String, "stamped_version": pl.Int64})
-    verdicts = _rescored(ws, s.suite_id, runs["run_id"].to_list(), spec, keys)
+    verdicts = with_coverage(_rescored(ws, s.suite_id, runs["run_id"].to_list(), spec, keys), coverage_frame(rows), spec)
     table = (verdicts.select("run_id", "verdict", "reason")
              .join(stamps, on="run_id", how="left")
              .join(runs, on="run_id", how="left")
              .sort("run_id"))
     flipped = flips(verdicts, table.select("run_id", "stamped").drop_nulls()) if stamps.height else pl.DataFrame()
-    if materialise and verdicts.height:
+    judged = verdicts.filter(pl.col("verdict").is_not_null())
+    if materialise and judged.height:
         from assay.storage.judgments import write_verdicts
 
         where = pl.DataFrame({"run_id": [r.run_id for r in rows], "team_id": [r.team_id for r in rows],
                               "date": [r.lake_date for r in rows]})
-        write_verdicts(ws.lake, verdicts.join(where, on="run_id"), suite_id=s.suite_id, consumer=consumer,
+        write_verdicts(ws.lake, judged.join(where, on="run_id"), suite_id=s.suite_id, consumer=consumer,
                        criteria=label, spec_hash=content_hash(spec.model_dump()))
     return {
         "suite": f"{s.team_id}/{s.suite_key}", "consumer": consumer, "criteria": label, "spec": spec.model_dump(),

@@ -322,6 +322,51 @@ def case_verdicts(atoms: pl.LazyFrame, spec: CriteriaSpec) -> pl.LazyFrame:
     )
 
 
+PARTIAL_STATUSES = ("timed_out", "error")
+"""A run that ended so never reported all its evidence: its verdict under any criteria that counts a key is
+``error``, never ``pass`` (nor ``fail``: what is missing might have decided it)."""
+
+
+def with_coverage(verdicts: pl.DataFrame, runs: pl.DataFrame, spec: CriteriaSpec) -> pl.DataFrame:
+    """``verdicts`` (``run_id`` + :data:`VERDICT_COLUMNS`) with each run's coverage applied, one row per run of ``runs``.
+
+    ``runs`` holds ``run_id``, ``status``, ``status_reason``, ``case_count`` (cases in the run's snapshot) and
+    ``case_runs`` (case runs stored). A case with no case run counts as undetermined for every counted key,
+    so when ``spec`` counts anything:
+
+    - a run that ended ``timed_out`` or ``error`` is partial: ``error``, the reason saying how it ended and
+      how much evidence it left;
+    - a run with fewer case runs than cases is ``error``, saying how many of how many;
+    - a partial run with no verdict row (nothing judged) is listed as ``error`` instead of dropped; a run
+      still under way with none is "not judged yet" (verdict null).
+    """
+    counts = bool(set(spec.required) | {k for g in spec.threshold for k in g.keys})
+    status, reason = pl.col("status"), pl.col("status_reason").fill_null("no reason given")
+    cases, stored = pl.col("case_count"), pl.col("case_runs")
+    partial = (
+        pl.when(status.is_in(PARTIAL_STATUSES))
+        .then(pl.format("partial: the run ended {} ({}) with {} case run(s) stored for {} case(s); "
+                        "a partial run is never pass", status, reason, stored, cases))
+        .when(status.is_in(["released", "completed"]) & (stored < cases))  # the runner said it was done
+        .then(pl.format("partial: {} of {} case(s) have no case run; each counts as undetermined", cases - stored, cases))
+    )
+    joined = runs.select("run_id", "status", "status_reason", "case_count", "case_runs").join(
+        verdicts, on="run_id", how="left")
+    nothing = pl.col("verdict").is_null()
+    ended = status.is_in(PARTIAL_STATUSES)
+    why = partial if counts else pl.lit(None, dtype=pl.String)
+    flagged = pl.col("_partial").is_not_null()
+    out = joined.with_columns(_partial=why).with_columns(
+        verdict=pl.when(flagged | (nothing & ended)).then(pl.lit("error")).otherwise(pl.col("verdict")),
+        reason=pl.when(flagged & nothing).then(pl.col("_partial"))
+        .when(flagged).then(pl.format("{}; {}", pl.col("_partial"), pl.col("reason")))
+        .when(nothing & ended).then(pl.format("nothing was judged: the run ended {} ({})", status, reason))
+        .when(nothing).then(pl.lit("not judged yet"))
+        .otherwise(pl.col("reason")),
+    )
+    return out.select(verdicts.columns).sort("run_id")
+
+
 def flips(verdicts: pl.DataFrame, stamped: pl.DataFrame) -> pl.DataFrame:
     """Runs whose verdict here differs from the verdict stamped on them (``stamped``: run_id, stamped).
 

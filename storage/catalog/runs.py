@@ -83,10 +83,22 @@ def suite_assertion_keys(conn: sa.Connection, suite_id: str) -> set[str]:
     return set(conn.execute(q).scalars())
 
 
-def finalised_runs(conn: sa.Connection, suite_id: str, run_ids: Sequence[str] | None = None) -> list[sa.Row]:
-    """The suite's finalised runs (all, or those of ``run_ids``), oldest first: id, created_at, team, lake date."""
+COVERAGE_COLUMNS = ("run_id", "status", "status_reason", "case_count", "case_runs")
+"""What a verdict needs to know of a run's coverage (:func:`assay.transforms.verdicts.with_coverage`)."""
+
+
+def run_coverage(conn: sa.Connection, run_ids: Sequence[str]) -> list[sa.Row]:
+    """Per run: its status and why, the cases in its snapshot, the case runs it stored."""
     r = t.runs
-    q = sa.select(r.c.run_id, r.c.created_at, r.c.team_id, r.c.lake_date).where(
+    return list(conn.execute(sa.select(*(r.c[c] for c in COVERAGE_COLUMNS)).where(r.c.run_id.in_(list(run_ids)))))
+
+
+def finalised_runs(conn: sa.Connection, suite_id: str, run_ids: Sequence[str] | None = None) -> list[sa.Row]:
+    """The suite's finalised runs (all, or those of ``run_ids``), oldest first: id, created_at, team, lake
+    date, and their coverage (status, status reason, cases, case runs)."""
+    r = t.runs
+    q = sa.select(r.c.run_id, r.c.created_at, r.c.team_id, r.c.lake_date,
+                  *(r.c[c] for c in COVERAGE_COLUMNS[1:])).where(
         r.c.suite_id == suite_id, r.c.finalised_at.is_not(None)
     )
     if run_ids is not None:
