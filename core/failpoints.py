@@ -14,6 +14,8 @@ The steps, in the order a piece of evidence passes them:
 - ``rescore.staged``: materialised verdicts are written, not recorded;
 - ``compact.staged`` / ``compact.recorded``: a compaction's new files, before and inside its swap;
 - ``vacuum.forgotten``: retired files are dropped from the manifest, not yet deleted;
+- ``load.written``: a bundle's rows are inserted, its transaction not committed;
+- ``finalise.judged``: a run is judged (its outcomes committed), not yet finalised;
 - ``scratch.intended`` / ``scratch.created``: a runner's scratch object is named in the catalog, not yet
   created at the vendor / created at the vendor, its id not yet recorded.
 """
@@ -28,6 +30,7 @@ ENV = "ASSAY_FAILPOINTS"
 STEPS: tuple[str, ...] = (
     "report.staged", "report.recorded", "judge.staged", "judge.recorded", "rescore.staged",
     "compact.staged", "compact.recorded", "vacuum.forgotten", "scratch.intended", "scratch.created",
+    "load.written", "finalise.judged",
 )
 """Every named step; a test that names another is refused."""
 

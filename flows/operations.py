@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from assay.core.errors import ConfigError, RunFinalisedError
+from assay.core.failpoints import failpoint
 from assay.core.plugins import default_runner_for, runner_class
 from assay.core.runner import DriveResult, Receipt, drive
 from assay.storage.catalog.load import load_bundle
@@ -106,7 +107,9 @@ def finish_run(ws: Workspace, run_id: str) -> RunRow:
     run = get_run(ws.engine, run_id)
     if run.finalised_at is not None:
         return run
-    return finalise_run(ws, run_id, judge_run(ws, run_id)["verdicts"])
+    verdicts = judge_run(ws, run_id)["verdicts"]
+    failpoint("finalise.judged")
+    return finalise_run(ws, run_id, verdicts)
 
 
 def reap(ws: Workspace) -> dict[str, list[str]]:

@@ -28,6 +28,7 @@ import sqlalchemy as sa
 
 from assay.core.bundle import AssertionDef, Bundle, CaseDef, SuiteDef, criteria_spec, read_bundle
 from assay.core.errors import BundleError
+from assay.core.failpoints import failpoint
 from assay.core.ids import content_hash, new_id
 from assay.core.redact import redact
 
@@ -71,6 +72,7 @@ def apply_load(engine: sa.Engine | sa.Connection, diff: BundleDiff) -> LoadSumma
             batch.append(write)
         if batch:
             _execute(conn, batch)
+        failpoint("load.written")
     counts = {kind: {PAST[a]: n for a, n in by_action.items()} for kind, by_action in diff.counts().items()}
     return LoadSummary(diff.file, counts, diff.new_versions(), diff.kept())
 

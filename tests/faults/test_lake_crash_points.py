@@ -144,7 +144,9 @@ def test_every_step_between_writing_and_committing_has_a_crash_test() -> None:
 COVERED_ELSEWHERE = {"compact.staged": "tests/storage/test_compaction.py", "compact.recorded": "tests/storage/test_compaction.py",
                      "vacuum.forgotten": "test_vacuum_killed_after_forgetting_leaves_only_unlisted_files",
                      "scratch.intended": "tests/faults/test_scratch_crash_points.py",
-                     "scratch.created": "tests/faults/test_scratch_crash_points.py"}
+                     "scratch.created": "tests/faults/test_scratch_crash_points.py",
+                     "load.written": "tests/faults/test_catalog_crash_points.py",
+                     "finalise.judged": "tests/faults/test_catalog_crash_points.py"}
 
 
 @pytest.mark.slow
