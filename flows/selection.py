@@ -34,12 +34,22 @@ def select_runs(
     since: str | None = None,
     until: str | None = None,
 ) -> list[str]:
-    """Finalised runs matching every given filter, oldest first; at least one filter is required."""
+    """Finalised runs matching every given filter, oldest first; at least one filter is required.
+
+    A run named by id that is not final yet is an error saying what it is waiting for, never silently
+    left out (a suite or team filter takes only the final runs it finds).
+    """
     if not (runs or suite or team):
         raise ConfigError("choose runs with --run, --suite or --team")
     q = sa.select(t.runs.c.run_id).where(t.runs.c.finalised_at.is_not(None)).order_by(t.runs.c.created_at)
     if runs:
-        q = q.where(t.runs.c.run_id.in_([get_run(ws.engine, r).run_id for r in runs]))
+        named = [get_run(ws.engine, r) for r in runs]
+        open_ = [f"{r.run_id} is {r.status}" for r in named if r.finalised_at is None]
+        if open_:
+            raise ConfigError(
+                f"{'; '.join(open_)}: not final yet, so there is nothing settled to judge — a run still working "
+                "finishes by itself; one left released or past its lease is finalised by `assay reap`")
+        q = q.where(t.runs.c.run_id.in_([r.run_id for r in named]))
     with ws.engine.connect() as conn:
         if suite:
             q = q.where(t.runs.c.suite_id == find_suite(conn, suite, team).suite_id)

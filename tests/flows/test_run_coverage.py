@@ -87,3 +87,13 @@ def test_with_coverage_rules() -> None:
     assert (out["fresh"]["verdict"], out["fresh"]["reason"]) == (None, "not judged yet")
     advisory = {r["run_id"]: r["verdict"] for r in with_coverage(verdicts, runs, ADVISORY_ONLY).to_dicts()}
     assert advisory["lost"] == "pass"  # a criteria that counts nothing has nothing left undetermined
+
+
+def test_rejudging_a_run_that_is_not_final_says_why(ws: Workspace) -> None:
+    from assay.core.errors import ConfigError
+    from assay.flows.selection import select_runs
+
+    run_id = ops.start_run(ws, RECORDED).run_id
+    ops.execute_run(ws, run_id)  # released, not finalised: what a kill while judging leaves
+    with pytest.raises(ConfigError, match=rf"{run_id} is released: not final yet.*assay reap"):
+        select_runs(ws, runs=[run_id])
