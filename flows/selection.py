@@ -47,7 +47,7 @@ def select_runs(
         open_ = [f"{r.run_id} is {r.status}" for r in named if r.finalised_at is None]
         if open_:
             raise ConfigError(
-                f"{'; '.join(open_)}: not final yet, so there is nothing settled to judge — a run still working "
+                f"{'; '.join(open_)}: not final yet — a run still working "
                 "finishes by itself; one left released or past its lease is finalised by `assay reap`")
         q = q.where(t.runs.c.run_id.in_([r.run_id for r in named]))
     with ws.engine.connect() as conn:
