@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, ClassVar
 
 from assay.core.compiled import CompiledConfig
@@ -40,17 +39,6 @@ from assay.core.settings import Settings
 from ..elevenlabs import DEFAULT_LLM, ElevenLabsApi, agent_body, analysis_evaluations, read_conversation, simulation_body
 from ..http import RetryPolicy
 from .platform_chat import PlatformRunner, scratch_object
-
-EXAMPLE_CONFIG: dict[str, Any] = {
-    "name": "Example main line",
-    "prompt": "You answer calls for {{business_name}}. Ask for the caller's ZIP code and check the service area "
-    "with check_service_area before booking.",
-    "variables": {"business_name": "Example Plumbing"},
-    "tools": [{"name": "check_service_area", "description": "Is a ZIP code inside the service area?",
-               "parameters": {"type": "object", "properties": {"zip": {"type": "string"}}, "required": ["zip"]}}],
-    "first_message": "Thanks for calling {{business_name}}.",
-}
-
 
 class ElevenLabsChatRunner(PlatformRunner):
     """Simulates a conversation with a scratch ElevenLabs agent built from the compiled config; one per case."""
@@ -124,10 +112,6 @@ class ElevenLabsChatRunner(PlatformRunner):
         with api:
             return {o.scratch_id: _delete(api, o) for o in objects}
 
-    @classmethod
-    def example_target(cls, workdir: Path, cases: Sequence[CaseSpec]) -> tuple[str, dict[str, Any]]:
-        return "config", {"config": EXAMPLE_CONFIG}
-
 
 def _delete(api: ElevenLabsApi, obj: ScratchObject) -> str | None:
     """Delete one scratch agent: None when deleted or already gone, else why not."""
@@ -141,4 +125,4 @@ def _delete(api: ElevenLabsApi, obj: ScratchObject) -> str | None:
     return None
 
 
-__all__ = ["EXAMPLE_CONFIG", "ElevenLabsChatRunner"]
+__all__ = ["ElevenLabsChatRunner"]

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, ClassVar
 
 from assay.core.compiled import CompiledConfig, config_problems
@@ -139,6 +140,18 @@ def scratch_object(ctx: Any, kind: str, create: Callable[[str], str], delete: Ca
 
 
 
+EXAMPLE_CONFIG: dict[str, Any] = {
+    "name": "Example main line",
+    "prompt": "You answer calls for {{business_name}}. Ask for the caller's ZIP code and check the service area "
+    "with check_service_area before booking.",
+    "variables": {"business_name": "Example Plumbing"},
+    "tools": [{"name": "check_service_area", "description": "Is a ZIP code inside the service area?",
+               "parameters": {"type": "object", "properties": {"zip": {"type": "string"}}, "required": ["zip"]}}],
+    "first_message": "Thanks for calling {{business_name}}.",
+}
+"""A small compiled config every platform runner is tried on by the conformance kit."""
+
+
 class PlatformRunner(Runner):
     """What every runner that executes a compiled config on a vendor's platform shares: its settings (given,
     or read from ``ASSAY_*`` when first needed), the retry policy of its vendor client, and reading the
@@ -159,6 +172,10 @@ class PlatformRunner(Runner):
         """The settings given, else read from the environment (``ASSAY_*``) when first needed."""
         return self._settings if self._settings is not None else Settings()
 
+    @classmethod
+    def example_target(cls, workdir: Path, cases: Sequence[CaseSpec]) -> tuple[str, dict[str, Any]]:
+        return "config", {"config": EXAMPLE_CONFIG}
+
     def errors(self, job: RunJob, cases: Sequence[CaseSpec], error: str, batch_no: int = 0) -> Report:
         """A report of ``cases`` that could not be executed, each with ``error``."""
         return Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}",
@@ -175,4 +192,4 @@ class PlatformRunner(Runner):
         return CompiledConfig.model_validate(job.target["config"])
 
 
-__all__ = ["AgentReply", "Conversation", "PlatformRunner", "converse", "scratch_object"]
+__all__ = ["EXAMPLE_CONFIG", "AgentReply", "Conversation", "PlatformRunner", "converse", "scratch_object"]

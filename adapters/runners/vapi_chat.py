@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any, ClassVar
 
 from assay.core.compiled import CompiledConfig
@@ -36,17 +35,6 @@ from ..caller import DEFAULT_MAX_TURNS, Caller, caller_client, caller_for
 from ..http import RetryPolicy
 from ..vapi import VapiApi, assistant_body
 from .platform_chat import AgentReply, PlatformRunner, converse, scratch_object
-
-EXAMPLE_CONFIG: dict[str, Any] = {
-    "name": "Example main line",
-    "prompt": "You answer calls for {{business_name}}. Ask for the caller's ZIP code and check the service area "
-    "with check_service_area before booking.",
-    "variables": {"business_name": "Example Plumbing"},
-    "tools": [{"name": "check_service_area", "description": "Is a ZIP code inside the service area?",
-               "parameters": {"type": "object", "properties": {"zip": {"type": "string"}}, "required": ["zip"]}}],
-    "first_message": "Thanks for calling {{business_name}}.",
-}
-
 
 class VapiChatRunner(PlatformRunner):
     """Chats with a scratch VAPI assistant built from the compiled config; one conversation per case."""
@@ -115,10 +103,6 @@ class VapiChatRunner(PlatformRunner):
         with api:
             return {o.scratch_id: delete_scratch(api, o) for o in objects}
 
-    @classmethod
-    def example_target(cls, workdir: Path, cases: Sequence[CaseSpec]) -> tuple[str, dict[str, Any]]:
-        return "config", {"config": EXAMPLE_CONFIG}
-
 
 def delete_scratch(api: VapiApi, obj: ScratchObject) -> str | None:
     """Delete one scratch assistant or eval at VAPI: None when deleted or already gone, else why not."""
@@ -134,4 +118,4 @@ def delete_scratch(api: VapiApi, obj: ScratchObject) -> str | None:
     return None
 
 
-__all__ = ["EXAMPLE_CONFIG", "VapiChatRunner", "delete_scratch"]
+__all__ = ["VapiChatRunner", "delete_scratch"]

@@ -12,7 +12,8 @@ from pydantic import SecretStr
 from runner_kit import case_runs, run, scratch_rows, seed
 
 from assay.adapters.http import RetryPolicy
-from assay.adapters.runners.vapi_chat import EXAMPLE_CONFIG, VapiChatRunner
+from assay.adapters.runners.platform_chat import EXAMPLE_CONFIG
+from assay.adapters.runners.vapi_chat import VapiChatRunner
 from assay.adapters.vapi import VapiApi, assistant_body, vendor_name
 from assay.core.compiled import CompiledConfig
 from assay.core.runner import ScratchObject

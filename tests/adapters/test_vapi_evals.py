@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from pydantic import SecretStr
 from runner_kit import case_runs, evaluations, run, scratch_rows, seed
 
-from assay.adapters.runners.vapi_chat import EXAMPLE_CONFIG
+from assay.adapters.runners.platform_chat import EXAMPLE_CONFIG
 from assay.adapters.runners.vapi_evals import VapiEvalsRunner, caller_turns
 from assay.adapters.vapi import judge_plan, mock_conversation
 from assay.core.runner import AssertionSpec
