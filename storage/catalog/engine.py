@@ -79,6 +79,18 @@ def current_revision(engine: sa.Engine) -> str | None:
         return conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
 
 
+def insert_ignoring_duplicates(conn: sa.Connection, table: sa.Table, keys: list[str]) -> sa.Insert:
+    """``INSERT`` into ``table`` that skips rows whose ``keys`` already exist, even when two writers race."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:  # pragma: no cover - the catalog runs on SQLite or PostgreSQL
+        raise NotImplementedError(f"the catalog supports SQLite and PostgreSQL, not {dialect}")
+    return insert(table).on_conflict_do_nothing(index_elements=keys)
+
+
 @contextmanager
 def refusing_changes() -> Iterator[None]:
     """Turn the database's refusal of an in-place change (a trigger) into :class:`ImmutableError`."""

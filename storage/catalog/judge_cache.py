@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from assay.core.ids import new_id
 
 from . import tables as t
+from .engine import insert_ignoring_duplicates
 
 __all__ = ["CHUNK", "CachedVerdict", "agreements", "cache_key", "lookup", "record_agreement", "store"]
 
@@ -91,18 +92,7 @@ def store(engine: sa.Engine, rows: Sequence[Mapping[str, Any]]) -> None:
         })
     values = list({v["cache_key"]: v for v in values}.values())
     with engine.begin() as conn:
-        conn.execute(_insert_ignoring_duplicates(conn), values)
-
-
-def _insert_ignoring_duplicates(conn: sa.Connection) -> sa.Insert:
-    dialect = conn.dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    elif dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    else:  # pragma: no cover - the catalog runs on SQLite or PostgreSQL
-        raise NotImplementedError(f"the judge cache supports SQLite and PostgreSQL, not {dialect}")
-    return insert(t.judge_cache).on_conflict_do_nothing(index_elements=["cache_key"])
+        conn.execute(insert_ignoring_duplicates(conn, t.judge_cache, ["cache_key"]), values)
 
 
 def record_agreement(

@@ -17,6 +17,7 @@ from assay.core.errors import EvidenceError
 from assay.core.ids import name_code
 
 from ..catalog import tables as t
+from ..catalog.engine import insert_ignoring_duplicates
 
 __all__ = ["id_codes", "name_codes", "names_of", "record_names"]
 
@@ -41,12 +42,15 @@ def record_names(conn: sa.Connection, names: Mapping[int, str]) -> None:
     known = dict(conn.execute(sa.select(t.lake_names.c.code, t.lake_names.c.name)
                               .where(t.lake_names.c.code.in_(list(names)))).all())
     clash = [(code, name, known[code]) for code, name in names.items() if code in known and known[code] != name]
+    new = [{"code": c, "name": n} for c, n in names.items() if c not in known]
+    if new:  # another writer may record the same new name meanwhile; a clash between them is checked after
+        conn.execute(insert_ignoring_duplicates(conn, t.lake_names, ["code"]), new)
+        raced = dict(conn.execute(sa.select(t.lake_names.c.code, t.lake_names.c.name)
+                                  .where(t.lake_names.c.code.in_([r["code"] for r in new]))).all())
+        clash += [(r["code"], r["name"], raced[r["code"]]) for r in new if raced.get(r["code"]) != r["name"]]
     if clash:
         code, name, other = clash[0]
         raise EvidenceError(f"names {name!r} and {other!r} share the 64-bit code {code}; rename one of them")
-    new = [{"code": c, "name": n} for c, n in names.items() if c not in known]
-    if new:
-        conn.execute(t.lake_names.insert(), new)
 
 
 def names_of(conn: sa.Connection, codes: list[int] | None = None) -> dict[int, str]:
