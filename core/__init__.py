@@ -13,6 +13,8 @@ _HOMES: dict[str, str] = {
     "BundleError": "errors",
     "ConcurrentWriteError": "errors",
     "ConfigError": "errors",
+    "GateError": "errors",
+    "ExitCode": "exit_codes",
     "CriteriaError": "errors",
     "EvidenceError": "errors",
     "IdentifierError": "errors",

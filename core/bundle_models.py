@@ -270,12 +270,16 @@ class Bundle(_Model):
 
 
 def criteria_spec(spec: CriteriaSpec) -> dict[str, Any]:
-    """A spec as stored: key lists sorted, so reordering a list is not a new version."""
-    return {
+    """A spec as stored: key lists sorted, so reordering a list is not a new version. A spec with no
+    ``allow_undetermined`` is stored without the field, as before allowances existed."""
+    stored: dict[str, Any] = {
         "required": sorted(spec.required),
         "threshold": [{"keys": sorted(g.keys), "min": g.min} for g in spec.threshold],
         "ignore": sorted(spec.ignore),
     }
+    if spec.allow_undetermined is not None:
+        stored["allow_undetermined"] = spec.allow_undetermined.model_dump()
+    return stored
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -3,13 +3,19 @@
 A spec names assertion *keys*, never row ids. At run start it is resolved against the suite: a
 required key, or a whole threshold group, that matches no assertion is an error that stops the run
 loudly -- never an empty set that passes.
+
+A spec may also allow a few *undetermined* counted results (``met`` null: the case run did not
+execute, a vendor error) through ``allow_undetermined``; without it, any undetermined counted result
+makes the verdict ``error`` (:mod:`assay.transforms.verdicts` holds the rule).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from .errors import CriteriaError
 
@@ -25,6 +31,36 @@ class ThresholdGroup(BaseModel):
     """The lowest passing met-ratio, 0..1, inclusive."""
 
 
+class UndeterminedAllowance(BaseModel):
+    """How many undetermined counted results a verdict may leave out: exactly one of ``count`` or ``ratio``.
+
+    Within the allowance they are excluded (not counted, in no ratio's denominator) and the verdict
+    says so; over it, the verdict is ``error``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    count: int | None = Field(default=None, ge=0, strict=True)
+    """At most this many undetermined counted results per run (per case run in the breakdown)."""
+    ratio: float | None = Field(default=None, ge=0.0, le=1.0, strict=True)
+    """At most this share, 0..1 inclusive, of the run's counted results (undetermined ones included)."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "UndeterminedAllowance":
+        if (self.count is None) == (self.ratio is None):
+            raise ValueError("allow_undetermined takes exactly one of count (an integer >= 0) or ratio (0..1), "
+                             "e.g. {count: 3} or {ratio: 0.15}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}  # only the form given
+
+    def allowed(self) -> str:
+        """The allowance as a person reads it: ``3`` or ``0.15 of the counted results``."""
+        return str(self.count) if self.count is not None else f"{self.ratio:g} of the counted results"
+
+
 class CriteriaSpec(BaseModel):
     """One consumer's opinion of one suite: what must hold for a pass."""
 
@@ -36,6 +72,9 @@ class CriteriaSpec(BaseModel):
     """Groups that must each clear their ratio."""
     ignore: list[str] = Field(default_factory=list)
     """Keys still evaluated and stored, that never move this consumer's verdict."""
+    allow_undetermined: UndeterminedAllowance | None = None
+    """Undetermined counted results (``met`` null) a verdict may exclude, e.g. ``{count: 3}`` or
+    ``{ratio: 0.15}``; absent, none: any undetermined counted result makes the verdict ``error``."""
 
     @model_validator(mode="after")
     def _not_required_and_ignored(self) -> "CriteriaSpec":
@@ -43,6 +82,13 @@ class CriteriaSpec(BaseModel):
         if both:
             raise ValueError(f"keys both required and ignored: {', '.join(both)}; keep each in one list")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)  # no allowance: the dump (and every hash of it) is what it was before allowances
+        if self.allow_undetermined is None:
+            out.pop("allow_undetermined", None)
+        return out
 
     def named_keys(self) -> set[str]:
         return set(self.required) | set(self.ignore) | {k for g in self.threshold for k in g.keys}

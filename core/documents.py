@@ -1,4 +1,8 @@
-"""Machine-readable documents: every one carries a schema id, a revision and a stability tier."""
+"""Machine-readable documents: every one carries a schema id, a revision and a stability tier.
+
+Each document's body has a model in :mod:`.document_models`, from which its JSON Schema under
+``docs/schemas/`` is generated. Changing a body's shape bumps its revision in :data:`_REVISIONS`.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,19 @@ Stability = Literal["experimental", "stable", "deprecated"]
 
 _COMMANDS = (
     "run", "runs", "load", "init", "demo", "reap", "bench", "judge", "rejudge", "rescore", "verdicts", "plan",
-    "lake.migrate", "lake.vacuum", "lake.compact", "query", "collect", "judge-agreement",
+    "lake.migrate", "lake.vacuum", "lake.compact", "collect", "judge-agreement",
+    "ls", "show", "diff",
 )
 
-DOCUMENTS: dict[str, tuple[int, Stability]] = {f"assay.{name}": (1, "experimental") for name in _COMMANDS}
+_REVISIONS = {"run": 2, "bench": 2, "verdicts": 2, "judge": 2, "rescore": 2}
+"""Documents past their first revision. ``assay.run`` 2: each consumer's ``verdicts``. ``assay.verdicts``,
+``assay.judge`` and ``assay.rescore`` 2: each verdict says what it counted (``counted``, ``excluded``,
+``case_runs``, ``case_runs_counted``); ``verdicts --cases`` names each case run and the results that
+decided it."""
+
+DOCUMENTS: dict[str, tuple[int, Stability]] = {
+    f"assay.{name}": (_REVISIONS.get(name, 1), "experimental") for name in _COMMANDS
+}
 """Known document schemas: id -> (current revision, stability)."""
 
 

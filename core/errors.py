@@ -7,7 +7,10 @@ and the command line read these properties; nothing matches on message text.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+from .exit_codes import ExitCode
 
 
 class AssayError(Exception):
@@ -16,8 +19,8 @@ class AssayError(Exception):
     transient: bool = False
     """True when the same call may succeed if retried (a lock, a rate limit, a flaky network)."""
 
-    exit_code: int = 1
-    """The command line's exit code when this error reaches it."""
+    exit_code: int = ExitCode.FAILURE
+    """The command line's exit code when this error reaches it (:mod:`.exit_codes`)."""
 
 
 class ConfigError(AssayError, ValueError):
@@ -52,11 +55,46 @@ class IdentifierError(AssayError, ValueError):
 
 
 class NotFoundError(AssayError, LookupError):
-    """A named thing (suite, run, consumer, ...) does not exist."""
+    """A named thing (suite, run, consumer, ...) does not exist.
 
-    def __init__(self, kind: str, key: str, hint: str = ""):
+    Given the ``known`` names, the message also says which are nearest (``nearest``) and lists them
+    under ``known_as`` (default: "known suites" for kind "suite"), and ``hint`` follows on a line of its own.
+    """
+
+    def __init__(self, kind: str, key: str, hint: str = "", *, known: Iterable[str] | None = None,
+                 known_as: str | None = None):
+        from .names import listed, nearest
+
         self.kind, self.key = kind, key
-        super().__init__(f"no {kind} {key!r}" + (f"; {hint}" if hint else ""))
+        self.known = list(known) if known is not None else []
+        self.nearest = nearest(key, self.known)
+        if known is None:
+            super().__init__(f"no {kind} {key!r}" + (f"; {hint}" if hint else ""))
+            return
+        close = f"; did you mean {' or '.join(self.nearest)}?" if self.nearest else ""
+        lines = [f"no {kind} {key!r}{close}", f"{known_as or f'known {kind}s'}: {listed(self.known)}"]
+        super().__init__("\n".join([*lines, hint] if hint else lines))
+
+
+class GateError(AssayError, LookupError):
+    """A consumer named to gate (or filter) verdicts has no criteria on the runs or suite in question."""
+
+    def __init__(self, option: str, consumers: list[str], where: str, known: list[str]):
+        self.option, self.consumers, self.where, self.known = option, consumers, where, known
+        names = ", ".join(repr(c) for c in consumers)
+        have = ", ".join(known) if known else "none"
+        super().__init__(
+            f"{option}: {names} has no criteria on {where}, so it has no verdict there; "
+            f"consumers with criteria there: {have} — name one of them, or load a bundle that gives it criteria"
+        )
+
+
+class AmbiguousError(AssayError, LookupError):
+    """A name (a prefix, a call id) matches more than one thing; the message lists them and how to pick one."""
+
+
+class IncomparableError(AssayError, ValueError):
+    """Two things that cannot be compared were asked to be (runs of different suites)."""
 
 
 class ImmutableError(AssayError, RuntimeError):

@@ -116,8 +116,8 @@ def runner_class(name: str) -> type[Runner]:
     """
     eps = _entry_points()
     if name not in eps:
-        none = f"none (no installed distribution declares entry points in group {ENTRY_POINT_GROUP!r}; reinstall assay)"
-        raise NotFoundError("runner", name, f"known runners: {', '.join(sorted(eps)) or none}")
+        none = f"no installed distribution declares entry points in group {ENTRY_POINT_GROUP!r}; reinstall assay"
+        raise NotFoundError("runner", name, "" if eps else none, known=sorted(eps))
     return _load(name, eps[name])
 
 

@@ -30,14 +30,28 @@ _state = {"debug": False}
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")]
 
 
+def _version(value: bool) -> None:
+    if value:  # package metadata only: as light as --help
+        from importlib.metadata import version
+
+        typer.echo(f"assay {version('assay')}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars and no library chatter.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     _state["debug"] = debug
+    from .progress import configure
+
+    configure(quiet=quiet, debug=debug)
     from .workspace import load_settings, use_prefect_home
 
-    use_prefect_home(load_settings())  # before any command imports Prefect, which reads it once
+    use_prefect_home(load_settings(), debug)  # before any command imports Prefect, which reads it once
 
 
 def _console():
@@ -93,25 +107,6 @@ def load(
         print_load(_console(), path, summary)
 
 
-@app.command()
-def run(
-    suite: Annotated[str, typer.Argument(help="The suite: TEAM/SUITE, or SUITE when unambiguous.")],
-    runner: Annotated[str | None, typer.Option(help="Runner name; default: the one for the suite's target.")] = None,
-    deadline: Annotated[float | None, typer.Option(help="Minutes after which the run is not worth waiting for.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Run a suite through a runner and store what it produced as evidence."""
-    from .render import run_with_progress
-
-    result = run_with_progress(_console(), suite, runner, deadline, quiet=as_json)
-    if not _emit("assay.run", result, as_json):
-        from .render import print_run
-
-        print_run(_console(), result["run"])
-    if result["run"]["status"] == "error":
-        raise typer.Exit(1)
-
-
 @runs_app.command("list")
 def runs_list(
     suite: Annotated[str | None, typer.Option(help="Only runs of this suite.")] = None,
@@ -134,10 +129,12 @@ def runs_show(
     run_id: Annotated[str, typer.Argument(help="A run id (or a unique prefix of 6+ characters).")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Show one run: status, lease, criteria stamped, reports accepted and rejected."""
+    """Show one run: status and reason, lease, criteria and verdicts stamped, reports accepted and
+    rejected, and its judging."""
     from assay.storage.catalog.runs import run_details
 
-    details = run_details(_workspace().engine, run_id)
+    ws = _workspace()
+    details = run_details(ws.engine, run_id, ws.lake)
     if not _emit("assay.run", {"run": details}, as_json):
         from .render import print_run
 
@@ -172,11 +169,12 @@ def judge(
     """Judge a run's stored evidence again; its stamped verdicts never change."""
     from assay.storage.catalog.runs import get_run
 
-    from .judging import judge_runs, verdicts_for
+    from .judging import verdicts_for
+    from .render import judge_with_progress
 
     ws = _workspace()
     run = get_run(ws.engine, run_id)
-    judged = judge_runs(ws, [run.run_id], trigger="judge", force=force)
+    judged = judge_with_progress(_console(), ws, [run.run_id], quiet=as_json, trigger="judge", force=force)
     body = {"judged": judged, "verdicts": verdicts_for(ws, [run.run_id])}
     if not _emit("assay.judge", body, as_json):
         from .render import print_judged, print_verdicts
@@ -198,12 +196,14 @@ def rejudge(
     as_json: JsonOpt = False,
 ) -> None:
     """Write new outcomes over stored evidence for chosen runs. Calls the judge, never a runner."""
-    from .judging import judge_runs
+    from .render import judge_with_progress
     from .selection import select_runs
 
     ws = _workspace()
-    run_ids = select_runs(ws, runs=run, suite=suite, team=team, since=since, until=until)
-    judged = judge_runs(ws, run_ids, trigger="rejudge", keys=key, new_versions_only=new_versions, force=force)
+    run_ids = select_runs(ws, runs=run, suite=suite, team=team, since=since, until=until,
+                          choose="give --run RUN (repeatable), --suite TEAM/SUITE or --team TEAM")
+    judged = judge_with_progress(_console(), ws, run_ids, quiet=as_json, trigger="rejudge", keys=key,
+                                 new_versions_only=new_versions, force=force)
     if not _emit("assay.rejudge", judged, as_json):
         from .render import print_judged
 
@@ -229,26 +229,6 @@ def rescore(
         from .render import print_rescore
 
         print_rescore(_console(), result)
-
-
-@app.command()
-def verdicts(
-    run_id: Annotated[str | None, typer.Argument(help="A run (or use --suite).")] = None,
-    suite: Annotated[str | None, typer.Option(help="Every finalised run of this suite.")] = None,
-    cases: Annotated[bool, typer.Option(help="Add the per-case breakdown.")] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Verdicts per consumer under each run's stamped criteria, next to the stamped verdict."""
-    from .judging import verdicts_for
-    from .selection import select_runs
-
-    ws = _workspace()
-    run_ids = select_runs(ws, runs=[run_id] if run_id else None, suite=suite)
-    rows = verdicts_for(ws, run_ids, cases=cases)
-    if not _emit("assay.verdicts", {"verdicts": rows}, as_json):
-        from .render import print_verdicts
-
-        print_verdicts(_console(), rows)
 
 
 @app.command()
@@ -362,9 +342,9 @@ def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
 
 
 # Commands kept in modules of their own; each registers itself on the app.
-from . import cli_collect, cli_judge, cli_lake, cli_vendors  # noqa: E402
+from . import cli_collect, cli_drill, cli_judge, cli_lake, cli_ls, cli_vendors, cli_verdicts  # noqa: E402
 
-for _module in (cli_collect, cli_judge, cli_lake, cli_vendors):
+for _module in (cli_collect, cli_drill, cli_judge, cli_lake, cli_ls, cli_vendors, cli_verdicts):
     _module.register(app)
 
 if __name__ == "__main__":

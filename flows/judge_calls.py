@@ -19,6 +19,8 @@ retries included (``VendorClient.sent``), so a re-judge served from the cache re
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -39,7 +41,9 @@ RETRY = RetryPolicy()
 """How the judge retries transient failures (429 honouring ``Retry-After``, 5xx, no connection)."""
 
 
-def ask_cached(ws: Workspace, judge: str, todo: pl.DataFrame) -> tuple[list[Judgement], dict[str, Any]]:
+def ask_cached(
+    ws: Workspace, judge: str, todo: pl.DataFrame, progress: Callable[[int, int], None] | None = None
+) -> tuple[list[Judgement], dict[str, Any]]:
     """A judgement per row of ``todo`` (``assertion_id``, ``evidence_hash``, ``rubric``, ``evidence``), in order.
 
     Cached verdicts are read (in a few queries); the rest are asked, each distinct (rubric, evidence)
@@ -53,7 +57,7 @@ def ask_cached(ws: Workspace, judge: str, todo: pl.DataFrame) -> tuple[list[Judg
     questions = list(dict.fromkeys((r, e) for k, r, e in zip(keys, rubrics, texts, strict=True) if k not in cached))
     with Judge.from_settings(ws.settings, retry=RETRY) as client:
         # A rationale may quote the evidence, so it is redacted before it is cached or stored.
-        asked_now = zip(questions, client.ask_many(questions), strict=True)
+        asked_now = zip(questions, client.ask_many(questions, _answer_counter(len(questions), progress)), strict=True)
         answers = {q: replace(j, reason=redact_text(j.reason)) for q, j in asked_now}
         sent = client.sent
     out: list[Judgement] = []
@@ -79,14 +83,31 @@ def ask_cached(ws: Workspace, judge: str, todo: pl.DataFrame) -> tuple[list[Judg
     }
 
 
+def _answer_counter(total: int, progress: Callable[[int, int], None] | None) -> Callable[[], None] | None:
+    """A thread-safe ``on_answer`` telling ``progress(answered, total)``; None without ``progress``."""
+    if progress is None:
+        return None
+    lock, answered = threading.Lock(), [0]
+    progress(0, total)
+
+    def on_answer() -> None:
+        with lock:
+            answered[0] += 1
+            progress(answered[0], total)
+
+    return on_answer
+
+
 NOTHING_SPENT: dict[str, Any] = {"judge_calls": 0, "judge_cached": 0, "judge_asked": 0, "judge_tokens_in": 0,
                                  "judge_tokens_out": 0, "judge_cost_usd": None}
 
 
 def answer_rubrics(
-    ws: Workspace, evaluated: pl.DataFrame, case_runs: pl.DataFrame, judge: str | None
+    ws: Workspace, evaluated: pl.DataFrame, case_runs: pl.DataFrame, judge: str | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """``evaluated`` with the rubric results awaiting ``judge`` answered, plus what the pass spent.
+    """``evaluated`` with the rubric results awaiting ``judge`` answered, plus what the pass spent;
+    ``progress(answered, total)`` hears of the judge's answers as they arrive.
 
     Returns the rows (in no particular order) with :data:`~assay.transforms.carry.JUDGE_SPEND`
     columns added, and what :func:`ask_cached` spent.
@@ -102,7 +123,7 @@ def answer_rubrics(
     rubrics = {p: Rubric.model_validate_json(p).rubric for p in todo["params"].unique().to_list()}
     todo = todo.join(seen, on="case_run_id", how="left").with_columns(
         rubric=pl.col("params").replace_strict(rubrics, return_dtype=pl.String))
-    rows, spent = ask_cached(ws, judge, todo)
+    rows, spent = ask_cached(ws, judge, todo, progress)
     answered = todo.drop("evidence", "evidence_hash", "rubric").with_columns(
         met=pl.Series([j.met for j in rows], dtype=pl.Boolean),
         value=pl.Series([j.value for j in rows], dtype=pl.Float64),

@@ -14,7 +14,7 @@ rubric results in :mod:`.judge_calls`, and what a pass concluded is written by
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import polars as pl
@@ -30,8 +30,9 @@ from assay.transforms.carry import STORED, new_outcomes, pass_results, plan_pass
 from assay.transforms.judge import evaluate
 from assay.transforms.mechanisms import evaluator_versions
 from assay.transforms.rescore import key_counts
-from assay.transforms.verdicts import case_verdicts, latest, run_verdicts, with_coverage
+from assay.transforms.verdicts import latest, run_verdicts, with_coverage
 
+from .drill import case_detail, case_entries
 from .rescoring import coverage_frame, current_atoms
 from .judge_calls import answer_rubrics
 from .workspace import Workspace
@@ -54,18 +55,24 @@ def judge_runs(
     keys: Iterable[str] | None = None,
     new_versions_only: bool = False,
     force: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, Any]:
     """Write a new outcome for every case run of ``run_ids`` whose judgement would change.
 
     Which pairs are evaluated afresh and which are carried forward is the policy of
     :mod:`assay.transforms.carry`: ``keys`` limits re-evaluation to those assertion keys,
     ``new_versions_only`` to pairs with no earlier result, and ``force`` re-evaluates unchanged pairs.
+    ``progress(done, total, unit)`` hears how far the pass is: ``"case runs"`` judged (none once they
+    are read, all once the pass, one transaction, is written) and, in between, the ``"judge answers"``
+    received, one by one, when our judge is asked.
     """
     run_ids = list(dict.fromkeys(run_ids))
     lake = ws.lake
     these = FileFilter(runs=run_ids)
     case_runs = lake.read("case_runs", these).filter(_in("run_id", run_ids))
     evaluations = lake.read("runner_evaluations", these).filter(_in("run_id", run_ids))
+    tell = progress or (lambda done, total, unit: None)
+    tell(0, case_runs.height, "case runs")
     with ws.engine.connect() as conn:
         todo = assignments(conn, run_ids, case_runs)
     previous = (
@@ -78,25 +85,34 @@ def judge_runs(
     plan = plan_pass(todo, previous, versions=versions, judge=judge, keys=keys,
                      new_versions_only=new_versions_only, force=force)
     evaluated = evaluate(case_runs, evaluations, plan.fresh, supported_mechanisms(), judge)
-    evaluated, spent = answer_rubrics(ws, evaluated, case_runs, judge)  # our judge: cache, then requests
+    asked = (lambda done, total: tell(done, total, "judge answers")) if progress else None
+    evaluated, spent = answer_rubrics(ws, evaluated, case_runs, judge, asked)  # our judge: cache, then requests
     results = pass_results(evaluated, plan.carried, versions)
     outcomes = new_outcomes(case_runs.select("case_run_id", "run_id", "case_key", "team_id", "date"), results, previous)
     written = write_pass(lake, outcomes, results, trigger=trigger, judge=judge, summarise=key_counts)
+    tell(case_runs.height, case_runs.height, "case runs")
     return {
         "runs": len(run_ids), "case_runs": case_runs.height, "outcomes": written,
         "evaluated": evaluated.height, "carried": plan.carried.height, "unjudged": plan.left_out, **spent,
     }
 
 
+COVERAGE = ("counted", "excluded", "case_runs", "case_runs_counted")
+"""What each verdict says it counted, next to its reason."""
+
+
 def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) -> list[dict[str, Any]]:
     """Each run's verdict per consumer under its stamped criteria version, from the latest outcomes.
 
     Next to it, the verdict stamped at finalisation (which never changes): they differ only when a
-    re-judge has since produced newer outcomes.
+    re-judge has since produced newer outcomes. With ``cases``, each entry's ``cases`` lists its case
+    runs (:func:`.drill.case_entries`): case key, case-run id, call id, verdict, reason and the results
+    that decided a fail or an error.
     """
     with ws.engine.connect() as conn:
         stamped = stamped_criteria(conn, run_ids)
         coverage = coverage_frame(run_coverage(conn, run_ids))
+    detail = case_detail(ws, run_ids) if cases else None
     out: list[dict[str, Any]] = []
     by_spec: dict[tuple[str, int, str], list[sa.Row]] = {}
     for row in stamped:
@@ -107,16 +123,15 @@ def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) 
         judged = run_verdicts(current_atoms(ws, ids), spec).collect()
         covered = with_coverage(judged, coverage.filter(pl.col("run_id").is_in(ids)), spec)
         computed = {v["run_id"]: v for v in covered.to_dicts()}
-        breakdown = case_verdicts(current_atoms(ws, ids), spec).collect() if cases else None
+        breakdown = case_entries(detail, spec, ids) if detail is not None else None
         for r in rows:
             v = computed.get(r.run_id, {"verdict": None, "reason": "not judged yet"})
             entry = {
                 "run_id": r.run_id, "consumer": consumer, "criteria_version": version,
                 "stamped": r.verdict, "verdict": v["verdict"], "reason": v["reason"],
-                "evaluators": v.get("evaluators", []),
+                "evaluators": v.get("evaluators", []), **{c: v.get(c) for c in COVERAGE},
             }
             if breakdown is not None:
-                entry["cases"] = breakdown.filter(pl.col("run_id") == r.run_id).select(
-                    "case_key", "verdict", "reason").sort("case_key").to_dicts()
+                entry["cases"] = breakdown.get(r.run_id, [])
             out.append(entry)
     return sorted(out, key=lambda e: (e["run_id"], e["consumer"]))

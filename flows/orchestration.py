@@ -23,18 +23,30 @@ from .workspace import bind_temporary_server, open_workspace
 bind_temporary_server()  # Prefect's temporary server dies with the command, even a SIGKILLed one
 
 _listeners: list[Callable[[Receipt], None]] = []
+_starters: list[Callable[[int], None]] = []
 
 
-def listen(callback: Callable[[Receipt], None] | None) -> None:
-    """Route report receipts of in-process flow runs to ``callback`` (the CLI's progress bar)."""
+def listen(callback: Callable[[Receipt], None] | None, on_start: Callable[[int], None] | None = None) -> None:
+    """Route report receipts of in-process flow runs to ``callback``, and each run's case count (its case
+    snapshot, known once the run exists) to ``on_start``: the CLI's progress bar. ``None`` stops both."""
     _listeners.clear()
+    _starters.clear()
     if callback is not None:
         _listeners.append(callback)
+    if on_start is not None:
+        _starters.append(on_start)
 
 
 def _emit(receipt: Receipt) -> None:
     for callback in _listeners:
         callback(receipt)
+
+
+def _started(run_id: str) -> None:
+    if _starters:
+        cases = get_run(open_workspace().engine, run_id).case_count
+        for callback in _starters:
+            callback(cases)
 
 
 def retry_if_transient(_task, _task_run, state) -> bool:
@@ -91,6 +103,7 @@ def run_suite(
 ) -> dict[str, Any]:
     """Create the run (criteria resolved and stamped), claim, drive the runner, report, release; judge; finalise."""
     run_id = create_run_task(suite, runner, deadline_minutes, _request_id())
+    _started(run_id)
     executed = execute_task(run_id, runner_options)
     # released with the error (already final; the evidence stays), or submitted to an asynchronous
     # runner's vendor (the collect flow judges and finalises it)

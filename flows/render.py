@@ -12,35 +12,40 @@ def run_with_progress(
     console: Console, suite: str, runner: str | None, deadline: float | None, quiet: bool = False,
     runner_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the ``run-suite`` flow with a live count of stored case runs."""
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
+    """Run the ``run-suite`` flow with a live count of stored case runs against the run's cases."""
     from assay.storage.catalog.runs import run_details
 
     from . import orchestration
+    from .progress import live_count
     from .workspace import open_workspace
 
-    with Progress(
-        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed} case runs"),
-        TimeElapsedColumn(), console=console, transient=True, disable=quiet,
-    ) as progress:
-        bar = progress.add_task(f"running {suite}", total=None)
-        orchestration.listen(lambda receipt: progress.advance(bar, receipt.case_runs))
+    with live_count(console, suite, unit="case runs", of="cases", quiet=quiet) as count:
+        orchestration.listen(lambda receipt: count.advance(receipt.case_runs), on_start=count.total)
         try:
             result = orchestration.run_suite(suite, runner, deadline, runner_options)
         finally:
             orchestration.listen(None)
-    details = run_details(open_workspace().engine, result["run"]["run_id"])
+    ws = open_workspace()
+    details = run_details(ws.engine, result["run"]["run_id"], ws.lake)
     return {"run": details, "executed": result["executed"]}
 
 
+def judge_with_progress(console: Console, ws: Any, run_ids: list[str], *, quiet: bool = False,
+                        **options: Any) -> dict[str, Any]:
+    """:func:`~assay.flows.judging.judge_runs` with a live count of the case runs judged."""
+    from .judging import judge_runs
+    from .progress import live_count
+
+    with live_count(console, "judging", unit="case runs", quiet=quiet) as count:
+        return judge_runs(ws, run_ids, progress=count.update, **options)
+
+
 def print_load(console: Console, path: str, summary: dict[str, Any]) -> None:
-    table = Table(title=f"loaded {path}", title_justify="left")
     counts = summary.get("counts", {})
     columns = sorted({k for c in counts.values() for k in c})
-    table.add_column("kind")
-    for col in columns:
-        table.add_column(col, justify="right")
+    table = _table(f"loaded {path}", ("kind", *columns))
+    for col in table.columns[1:]:
+        col.justify = "right"
     for kind, c in counts.items():
         table.add_row(kind, *(str(c.get(col, 0)) for col in columns))
     console.print(table)
@@ -48,29 +53,118 @@ def print_load(console: Console, path: str, summary: dict[str, Any]) -> None:
         console.print(f"  new version: {line}")
 
 
+SHORT_ID = 12
+"""Run ids in tables are cut to this many characters at least: a prefix ``get_run`` accepts."""
+
+
+def short_ids(ids: list[str]) -> dict[str, str]:
+    """Each id cut to the shortest prefix of at least :data:`SHORT_ID` characters that no other of ``ids``
+    shares (never an ellipsis: a prefix is what ``assay runs show`` and the other commands accept)."""
+    def shared(a: str, b: str) -> int:
+        return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+    distinct = sorted(set(ids))  # an id shares its longest prefix with a neighbour in sorted order
+    out = {}
+    for i, full in enumerate(distinct):
+        common = max((shared(full, distinct[j]) for j in (i - 1, i + 1) if 0 <= j < len(distinct)), default=0)
+        out[full] = full[:max(SHORT_ID, common + 1)]
+    return out
+
+
+def _table(title: str, columns: tuple[str, ...], **kw: Any) -> Table:
+    """A table whose cells wrap or fold, never cut with an ellipsis, kept inside the console's width."""
+    from rich import box
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  padding=(0, 1), collapse_padding=True, **kw)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    return table
+
+
+def _needs(columns: list[list[str]], split: bool = False) -> int:
+    """The width a :func:`_table` with these columns (header, then cells) needs: at each cell's longest
+    line, or with ``split`` at its longest word (the narrowest it wraps to without folding)."""
+    pieces = (str.split if split else str.splitlines)
+    return sum(max(len(p) for v in col for p in pieces(v)) for col in columns) + 2 * (len(columns) - 1)
+
+
+def _keep_words(console: Console, table: Table, columns: list[list[str]]) -> None:
+    """When the columns do not fit on one line a row but their longest words do, fix each column at its
+    longest word: rich then wraps at the breaks the cells hold (and between the header's words) instead
+    of folding an id mid-word. Otherwise rich folds, never cuts."""
+    if _needs(columns) > console.width >= _needs(columns, split=True):
+        for column, cells in zip(table.columns, columns, strict=True):
+            column.width = _needs([cells], split=True)
+
+
 def print_runs(console: Console, rows: list[dict[str, Any]]) -> None:
-    table = Table(title="runs", title_justify="left")
-    for col in ("run", "team/suite", "runner", "status", "case runs", "evaluations", "created"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(
-            r["run_id"][:12], f"{r['team_id']}/{r['suite_key']}", r["runner"], _status(r),
-            str(r["case_runs"]), str(r["evaluations"]), r["created_at"][:19],
-        )
-    console.print(table if rows else "no runs yet: `assay run TEAM/SUITE`")
+    if not rows:
+        console.print("no runs yet: `assay run TEAM/SUITE`")
+        return
+    short = short_ids([r["run_id"] for r in rows])
+    heads = ("run", "team/suite", "runner", "status", "case runs", "evals", "created")
+    cells = [[short[r["run_id"]], f"{r['team_id']}/{r['suite_key']}", r["runner"], r["status"], str(r["case_runs"]),
+              str(r["evaluations"]), r["created_at"][:19].replace("T", " ")] for r in rows]
+    def columns() -> list[list[str]]:
+        return [[h, *col] for h, col in zip(heads, zip(*cells, strict=True), strict=True)]
+
+    if _needs(columns()) > console.width:
+        for row in cells:  # two lines a row, broken where a reader expects, rather than an id cut anywhere
+            row[1], row[6] = row[1].replace("/", "/\n", 1), row[6].replace(" ", "\n")
+    table = _table("runs", heads)
+    table.columns[0].no_wrap = True
+    _keep_words(console, table, columns())
+    for r, row in zip(rows, cells, strict=True):
+        table.add_row(*row[:3], _status(r), *row[4:])
+    console.print(table)
 
 
 def print_run(console: Console, r: dict[str, Any]) -> None:
-    console.print(f"[bold]run {r['run_id']}[/]  {r['team_id']}/{r['suite_key']} via {r['runner']}: {_status(r)}")
-    if r.get("status_reason"):
-        console.print(f"  reason: {r['status_reason']}")
-    console.print(f"  cases {r['case_count']}, case runs stored {r['case_runs']}, runner evaluations {r['evaluations']}")
-    crit = r.get("criteria") or {}
-    if crit:
-        console.print("  criteria stamped: " + ", ".join(f"{k} v{v}" for k, v in crit.items()))
+    """One run: what ``assay runs show`` promises (status and reason, lease, stamped criteria and verdicts,
+    reports accepted and rejected, and what judging made of it), a labelled line each."""
+    from rich.markup import escape
+
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    add = grid.add_row
+    add("  suite", f"{r['team_id']}/{r['suite_key']} via {r['runner']}")
+    outcome = f" (outcome {_verdict(r['outcome'])})" if r.get("outcome") else ""
+    reason = f": {escape(r['status_reason'])}" if r.get("status_reason") else ""
+    add("  status", f"{_status(r)}{outcome}{reason}")
+    lease = r.get("lease") or {}
+    held = f"held by {escape(lease['owner'])} until {_time(lease['expires_at'])}" if lease.get("owner") else "none held"
+    seen = "".join(f"; {what} {_time(lease[k])}" for what, k in (("claimed", "claimed_at"),
+                                                                ("last report", "last_report_at")) if lease.get(k))
+    add("  lease", f"{held}{seen}; deadline {_time(r['deadline_at']) if r.get('deadline_at') else 'none'}")
+    add("  evidence", f"{r['case_count']} case(s), {r['case_runs']} case run(s) stored, "
+                      f"{r['evaluations']} runner evaluation(s)")
+    acc = r.get("accepted")
+    if acc:
+        last = f", last {_time(acc['last_at'])}" if acc["last_at"] else ""
+        add("  accepted", f"{acc['reports']} report(s): {acc['case_runs']} case run(s), "
+                          f"{acc['evaluations']} evaluation(s){last}")
     rejected = r.get("rejected_reports") or []
-    if rejected:
-        console.print(f"  [yellow]{len(rejected)} rejected report(s)[/]: " + "; ".join(x["reason"] for x in rejected[:3]))
+    add("  rejected", f"{len(rejected)} report(s)" if not rejected else f"[yellow]{len(rejected)} report(s)[/]")
+    for x in rejected:
+        add("", f"{escape(x['request_id'])} from {escape(x['owner'])}: {escape(x['reason'])}")
+    j = r.get("judged")
+    if j is not None:
+        add("  judged", f"{j['case_runs_judged']} of {j['case_runs']} case run(s): {j['outcomes']} outcome(s) in "
+                        f"{j['passes']} pass(es), latest {_time(j['last_judged_at'])} ({j['last_trigger']})"
+            if j["judged"] else "not yet")
+    stamped = r.get("stamped") or [{"consumer": k, "version": v, "verdict": None, "reason": None}
+                                   for k, v in (r.get("criteria") or {}).items()]
+    for n, c in enumerate(stamped):
+        why = f": {escape(c['reason'])}" if c["reason"] else ""
+        add("  stamped" if n == 0 else "", f"{c['consumer']} v{c['version']} {_verdict(c['verdict'])}{why}")
+    console.print(f"[bold]run {r['run_id']}[/]")
+    console.print(grid)
+
+
+def _time(iso: str | None) -> str:
+    return iso[:19].replace("T", " ") if iso else "-"
 
 
 def _status(r: dict[str, Any]) -> str:
@@ -94,30 +188,34 @@ def _verdict(v: str | None) -> str:
 
 
 def print_verdicts(console: Console, rows: list[dict[str, Any]]) -> None:
-    table = Table(title="verdicts per consumer (under each run's stamped criteria)", title_justify="left")
-    for col in ("run", "consumer", "criteria", "stamped", "now", "why"):
-        table.add_column(col, overflow="fold")
+    table = _table("verdicts per consumer (under each run's stamped criteria)",
+                   ("run", "consumer", "criteria", "stamped", "now", "why"))
+    table.columns[0].no_wrap = True
+    short = short_ids([r["run_id"] for r in rows])
     for r in rows:
-        table.add_row(r["run_id"][:12], r["consumer"], f"v{r['criteria_version']}", _verdict(r["stamped"]),
+        table.add_row(short[r["run_id"]], r["consumer"], f"v{r['criteria_version']}", _verdict(r["stamped"]),
                       _verdict(r["verdict"]), r["reason"] or "")
     console.print(table if rows else "no stamped criteria for these runs")
     for r in rows:
-        for c in r.get("cases", []):
-            console.print(f"  {r['run_id'][:12]} {r['consumer']} {c['case_key']}: {_verdict(c['verdict'])} {c['reason']}")
+        if "cases" in r:
+            from .render_drill import print_cases
+
+            print_cases(console, r["run_id"], r["consumer"], r["cases"])
 
 
 def print_rescore(console: Console, r: dict[str, Any]) -> None:
-    table = Table(title=f"re-score {r['suite']} for {r['consumer']} under criteria {r['criteria']}",
-                  title_justify="left")
-    for col in ("run", "stamped", "under this", "why"):
-        table.add_column(col, overflow="fold")
+    table = _table(f"re-score {r['suite']} for {r['consumer']} under criteria {r['criteria']}",
+                   ("run", "stamped", "under this", "why"))
+    table.columns[0].no_wrap = True
+    short = short_ids([row["run_id"] for row in r["runs"]])
     for row in r["runs"]:
         stamped = f"{_verdict(row['stamped'])} (v{row['stamped_version']})" if row["stamped_version"] else "-"
-        table.add_row(row["run_id"][:12], stamped, _verdict(row["verdict"]), row["reason"])
+        table.add_row(short[row["run_id"]], stamped, _verdict(row["verdict"]), row["reason"])
     console.print(table)
     console.print(f"{len(r['flips'])} run(s) flip against their stamped verdict")
     for f in r["flips"]:
-        console.print(f"  {f['run_id'][:12]}: {_verdict(f['stamped'])} -> {_verdict(f['verdict'])} ({f['reason']})")
+        console.print(f"  {short.get(f['run_id'], f['run_id'])}: {_verdict(f['stamped'])} -> "
+                      f"{_verdict(f['verdict'])} ({f['reason']})")
 
 
 def print_plan(console: Console, p: dict[str, Any]) -> None:

@@ -48,7 +48,9 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
     """Each run's verdict under ``spec``, from the per-(run, key) counts the lake keeps (the suite's files only).
 
     Codes are 64 bits of each id or name; should two of the suite's runs or keys ever share one, the
-    verdicts are computed from the text columns instead (same rules, slower).
+    verdicts are computed from the text columns instead (same rules, slower). Counts summarised by an
+    earlier build (``run_key_counts`` v1: no undetermined case runs nor reasons, read null) are not
+    used either: the verdicts are then computed from the stored atoms, which hold every reason.
     """
     where = FileFilter(suites=[suite_id])
     by_code = {id_code(r): r for r in run_ids}
@@ -56,9 +58,12 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
                  | {k for g in spec.threshold for k in g.keys}}
     if len(by_code) < len(run_ids) or len(set(key_codes.values())) < len(key_codes):
         return ws.lake.collect(run_verdicts(current_atoms(ws, run_ids, suite_id), spec), "current_results", where)
+    counts = ws.lake.scan("run_key_counts", where).filter(pl.col("run").is_in(list(by_code)))
+    if ws.lake.collect(counts.select(pl.col("case_runs").is_null().any()), "run_key_counts", where).item():
+        atoms = ws.lake.scan("assertion_results", where).filter(pl.col("run_id").is_in(run_ids))
+        return ws.lake.collect(run_verdicts(atoms, spec), "assertion_results", where)
     with ws.engine.connect() as conn:
         names = codes.names_of(conn)
-    counts = ws.lake.scan("run_key_counts", where).filter(pl.col("run").is_in(list(by_code)))
     coded = ws.lake.collect(counted_run_verdicts(counts, spec, key_codes, names), "run_key_counts", where)
     run_ids_of = pl.DataFrame({"run": list(by_code), "run_id": list(by_code.values())})
     return coded.join(run_ids_of, on="run").select("run_id", *VERDICT_COLUMNS).sort("run_id")
@@ -97,7 +102,8 @@ def rescore(
                            "stamped_version": [v[1] for v in stamped.values()]},
                           schema={"run_id": pl.String, "stamped": pl.String, "stamped_version": pl.Int64})
     verdicts = with_coverage(_rescored(ws, s.suite_id, runs["run_id"].to_list(), spec, keys), coverage_frame(rows), spec)
-    table = (verdicts.select("run_id", "verdict", "reason")
+    coverage = ("counted", "excluded", "case_runs", "case_runs_counted")
+    table = (verdicts.select("run_id", "verdict", "reason", *coverage)
              .join(stamps, on="run_id", how="left")
              .join(runs, on="run_id", how="left")
              .sort("run_id"))
@@ -112,7 +118,8 @@ def rescore(
                        criteria=label, spec_hash=content_hash(spec.model_dump()))
     return {
         "suite": f"{s.team_id}/{s.suite_key}", "consumer": consumer, "criteria": label, "spec": spec.model_dump(),
-        "runs": table.select("run_id", "verdict", "reason", "stamped", _iso("created_at"), "stamped_version").to_dicts(),
+        "runs": table.select("run_id", "verdict", "reason", "stamped", _iso("created_at"), "stamped_version",
+                              *coverage).to_dicts(),
         "flips": flipped.to_dicts() if flipped.height else [],
     }
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from assay.core.criteria import CriteriaSpec
 from assay.core.errors import BundleError, ConfigError
 from assay.storage.catalog import tables as t
+from assay.storage.catalog.names import check_team
 from assay.storage.catalog.runs import find_suite, get_run
 
 from .workspace import Workspace
@@ -33,14 +34,17 @@ def select_runs(
     team: str | None = None,
     since: str | None = None,
     until: str | None = None,
+    choose: str = "",
 ) -> list[str]:
     """Finalised runs matching every given filter, oldest first; at least one filter is required.
 
-    A run named by id that is not final yet is an error saying what it is waiting for, never silently
-    left out (a suite or team filter takes only the final runs it finds).
+    ``choose`` says, in the calling command's own terms, how to name runs ("give a RUN or --suite"),
+    for the error when no filter is given. A run named by id that is not final yet is an error saying
+    what it is waiting for, never silently left out (a suite or team filter takes only the final runs
+    it finds). An unknown team is an error naming the known ones.
     """
     if not (runs or suite or team):
-        raise ConfigError("choose runs with --run, --suite or --team")
+        raise ConfigError(f"no runs chosen: {choose}" if choose else "no runs chosen: name a run, a suite or a team")
     q = sa.select(t.runs.c.run_id).where(t.runs.c.finalised_at.is_not(None)).order_by(t.runs.c.created_at)
     if runs:
         named = [get_run(ws.engine, r) for r in runs]
@@ -54,7 +58,7 @@ def select_runs(
         if suite:
             q = q.where(t.runs.c.suite_id == find_suite(conn, suite, team).suite_id)
         elif team:
-            q = q.where(t.runs.c.team_id == team)
+            q = q.where(t.runs.c.team_id == check_team(conn, team))
         if since:
             q = q.where(t.runs.c.created_at >= _day(since, "--since"))
         if until:

@@ -99,16 +99,20 @@ def open_workspace(settings: Settings | None = None, *, create: bool = False) ->
     return Workspace(settings)
 
 
-def use_prefect_home(settings: Settings) -> None:
+def use_prefect_home(settings: Settings, debug: bool = False) -> None:
     """Point Prefect at this workspace's home, with telemetry off, before Prefect is imported.
 
     Prefect reads its settings once, when it is first imported: set later, ``PREFECT_HOME`` is ignored
     and every workspace shares ``~/.prefect/prefect.db`` (and its "database is locked" errors). The
-    command line calls this before any command runs.
+    command line calls this before any command runs. Unless ``debug``, Prefect's own log lines (its
+    temporary server starting, a failed task's traceback) stay off the terminal: the command line
+    reports an error once, itself. ``--debug`` shows them.
     """
     os.environ["PREFECT_HOME"] = str(settings.prefect_home)
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    if not debug:
+        os.environ["PREFECT_LOGGING_LEVEL"] = "CRITICAL"
 
 
 _WATCHDOG = """\

@@ -244,7 +244,7 @@ def _view_sql(table: "LakeTable", files: dict[int, list[str]]) -> str:
     for version, paths in sorted(files.items()):
         added, widened = table.added_since(version), table.widened_since(version)
         select = ", ".join(
-            f"CAST({_sql_value(added[c][0])} AS {_SQL_TYPES[str(added[c][1])]}) AS {_quote(c)}" if c in added
+            f"CAST({_sql_value(added[c][0])} AS {_sql_type(added[c][1])}) AS {_quote(c)}" if c in added
             else f"CAST({_quote(c)} AS {_sql_type(widened[c])}) AS {_quote(c)}" if c in widened else _quote(c)
             for c in table.read_schema.names
         )

@@ -108,6 +108,11 @@ GLOSSARY = {
     "current_results.case_run": "A 64-bit code of `case_run_id`, for the re-score; use `case_run_id`.",
     "current_results.key": "A 64-bit code of `assertion_key`, for the re-score; use `assertion_key`.",
     "evaluator_code": "A 64-bit code of `evaluator`, for the re-score; use `evaluator`.",
+    "run_key_counts.null_case_runs": "Codes of the run's case runs with an undetermined result of this key "
+                                     "(null: summarised before v2).",
+    "run_key_counts.null_reason": "The smallest non-empty reason given for an undetermined result of this key.",
+    "run_key_counts.case_runs": "The run's judged case runs, the same on each of its rows (null: summarised "
+                                "before v2).",
     "evaluator_version": "The version of the evaluator that produced the result (a fixed evaluator bumps it).",
     "judge_tokens_in": "Our judge's prompt tokens for this result's judgement (null for other evaluators); a carried or "
                        "cached result repeats the figures of the judgement it reuses.",

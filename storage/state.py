@@ -22,7 +22,7 @@ from .lake import FileFilter, Lake, LakeFile, codes
 __all__ = ["Prior", "StateChange", "Summarise", "partitions", "prior", "stage"]
 
 Summarise = Callable[[pl.LazyFrame], pl.LazyFrame]
-"""Current atoms (run, case_run, key, met, evaluator_code) -> per (run, key) counts."""
+"""Current atoms (run, case_run, key, met, reason, evaluator_code) -> per (run, key) counts."""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,9 @@ CRITERIA_TERMS = pa.schema(
         pa.field("assertion_key", pa.string(), nullable=False, metadata={"doc": "A key the term counts."}),
         pa.field("min", pa.float64(), metadata={"doc": "The group's lowest passing met-ratio, inclusive; null for a "
                                                         "required key."}),
+        pa.field("allow_count", pa.int64(), metadata={"doc": "The criteria's `allow_undetermined.count` (the same on "
+                                                             "each of its rows); null when not given."}),
+        pa.field("allow_ratio", pa.float64(), metadata={"doc": "Its `allow_undetermined.ratio`; null when not given."}),
     ]
 )
 """One row per counted key of a criteria version and the term that counts it."""
@@ -58,35 +61,44 @@ WITH stamped AS (
   SELECT DISTINCT run_id FROM current_results
 ), counted AS (
   SELECT s.run_id, s.consumer_key, count(*) AS counted, count(*) FILTER (WHERE x.met) AS met,
-         count(*) FILTER (WHERE x.met IS NULL) AS nulls
+         count(*) FILTER (WHERE x.met IS NULL) AS nulls, any_value(k.allow_count) AS allow_count,
+         any_value(k.allow_ratio) AS allow_ratio
   FROM stamped s
-  JOIN (SELECT DISTINCT criteria_id, assertion_key FROM criteria_terms) k USING (criteria_id)
+  JOIN (SELECT DISTINCT criteria_id, assertion_key, allow_count, allow_ratio FROM criteria_terms) k USING (criteria_id)
   JOIN current_results x ON x.run_id = s.run_id AND x.assertion_key = k.assertion_key
   GROUP BY s.run_id, s.consumer_key
+), allowed AS (  -- within the allowance, undetermined results are excluded
+  SELECT *, nulls > 0 AND nulls <= coalesce(allow_count, counted * allow_ratio + CAST(1e-9 AS DOUBLE), 0) AS within
+  FROM counted
 ), terms AS (
   SELECT s.run_id, s.consumer_key, t.term, t.term_index, any_value(t.min) AS min,
          count(x.assertion_key) AS results, count(*) FILTER (WHERE x.met) AS met,
-         count(*) FILTER (WHERE NOT x.met) AS not_met
+         count(*) FILTER (WHERE NOT x.met) AS not_met, count(x.assertion_key) FILTER (WHERE x.met IS NULL) AS nulls
   FROM stamped s
   JOIN criteria_terms t USING (criteria_id)
   LEFT JOIN current_results x ON x.run_id = s.run_id AND x.assertion_key = t.assertion_key
   GROUP BY s.run_id, s.consumer_key, t.term, t.term_index
 ), rules AS (
-  SELECT run_id, consumer_key, bool_or(results = 0) AS missing,
-         bool_or(CASE term WHEN 'required' THEN not_met > 0 ELSE CAST(met AS DOUBLE) / results < min END) AS failing
-  FROM terms GROUP BY run_id, consumer_key
+  SELECT t.run_id, t.consumer_key, bool_or(t.results = 0) AS missing,
+         bool_or(coalesce(a.within, false) AND t.results > 0 AND t.results = t.nulls) AS only_excluded,
+         bool_or(CASE t.term WHEN 'required' THEN t.not_met > 0
+                 ELSE CAST(t.met AS DOUBLE) / (t.results - CASE WHEN a.within THEN t.nulls ELSE 0 END) < t.min END)
+           AS failing
+  FROM terms t LEFT JOIN allowed a USING (run_id, consumer_key) GROUP BY t.run_id, t.consumer_key
 ), now AS (
   SELECT s.*,
          CASE WHEN j.run_id IS NULL THEN NULL
-              WHEN coalesce(n.nulls, 0) > 0 OR coalesce(r.missing, false) THEN 'error'
+              WHEN (coalesce(n.nulls, 0) > 0 AND NOT n.within) OR coalesce(r.missing, false)
+                   OR coalesce(r.only_excluded, false) THEN 'error'
               WHEN coalesce(r.failing, false) THEN 'fail'
               ELSE 'pass' END AS verdict,
-         CASE WHEN j.run_id IS NOT NULL THEN coalesce(n.counted, 0) END AS counted,
+         CASE WHEN j.run_id IS NOT NULL THEN coalesce(n.counted, 0) - CASE WHEN n.within THEN n.nulls ELSE 0 END
+              END AS counted,
          CASE WHEN j.run_id IS NOT NULL THEN coalesce(n.met, 0) END AS met,
          CASE WHEN j.run_id IS NOT NULL THEN coalesce(n.nulls, 0) END AS nulls
   FROM stamped s
   LEFT JOIN judged j USING (run_id)
-  LEFT JOIN counted n USING (run_id, consumer_key)
+  LEFT JOIN allowed n USING (run_id, consumer_key)
   LEFT JOIN rules r USING (run_id, consumer_key)
 )
 SELECT *, coalesce(stamped <> verdict, false) AS changed FROM now
@@ -119,9 +131,11 @@ DERIVED: dict[str, tuple[str, str, dict[str, str]]] = {
             "stamped": "The verdict stamped when the run was finalised (pass, fail, error); null before.",
             "stamped_reason": "Why, as stamped.",
             "verdict": "The verdict now, from `current_results`; null when the run has no current results.",
-            "counted": "Current results the criteria counts (null when not judged).",
+            "counted": "Current results the criteria counts, less the undetermined ones it excludes (null when not "
+                       "judged).",
             "met": "Of those, how many are met.",
-            "nulls": "Of those, how many could not be determined (any makes the verdict error).",
+            "nulls": "Of those, how many could not be determined (more than the criteria's `allow_undetermined` "
+                     "makes the verdict error; within it they are excluded).",
             "changed": "True when the verdict now differs from the stamped one (false when either is null).",
         },
     ),
@@ -137,11 +151,14 @@ def criteria_terms(criteria: pa.Table) -> pa.Table:
     one (``term_index`` is the group's index in the spec, ``min`` its ratio). Ignored keys are never counted,
     even when a group names them; a key listed twice counts once per term.
     """
-    rows: list[tuple[str, str, int, str, float | None]] = []
+    rows: list[tuple[str, str, int, str, float | None, int | None, float | None]] = []
     for criteria_id, text in zip(criteria["criteria_id"].to_pylist(), criteria["spec"].to_pylist(), strict=True):
         spec = CriteriaSpec.model_validate(json.loads(text))
-        rows += [(criteria_id, "required", i, key, None) for i, key in enumerate(spec.counted_required())]
-        rows += [(criteria_id, "threshold", g, key, low) for g, keys, low in spec.counted_groups() for key in keys]
+        a = spec.allow_undetermined
+        allow = (a.count, a.ratio) if a is not None else (None, None)
+        rows += [(criteria_id, "required", i, key, None, *allow) for i, key in enumerate(spec.counted_required())]
+        rows += [(criteria_id, "threshold", g, key, low, *allow) for g, keys, low in spec.counted_groups()
+                 for key in keys]
     return pa.Table.from_pylist([dict(zip(CRITERIA_TERMS.names, r, strict=True)) for r in rows], schema=CRITERIA_TERMS)
 
 

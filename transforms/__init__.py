@@ -6,7 +6,8 @@ light: each submodule imports Polars when it is itself imported.
 - :mod:`.judge`: the engine, :func:`~.judge.evaluate`, which knows no mechanism by name;
 - :mod:`.mechanisms`: one module per mechanism family, each evaluator registered once;
 - :mod:`.carry`: which pairs a judging pass evaluates, carries or leaves out;
-- :mod:`.verdicts`: criteria applied to stored atoms (the re-score tier).
+- :mod:`.verdicts`: criteria applied to stored atoms (the re-score tier), with :mod:`.verdict_rules` (the rules
+  as expressions) and :mod:`.rescore` (the same verdicts from per-(run, key) counts).
 """
 
 __all__: list[str] = []

@@ -8,11 +8,26 @@ Rules, per run (and per case run for the breakdown), over the **latest outcome**
 - *counted* keys are the required keys and the keys of the threshold groups, minus the ignored keys
   (an ignored key is never counted, even when a group also names it). Keys the spec does not name
   are advisory and never counted;
-- **error** when any counted result is null (could not be determined), or when a required key, or
-  every key of a threshold group, has no result at all in the run -- never an empty set that passes;
-- else **fail** when any result of a required key is not met, or a threshold group's met-ratio
-  (met results / all results of the group's keys) is below its ``min`` (``min`` is inclusive);
+- *undetermined* results are counted results whose ``met`` is null (the case run did not execute, a
+  vendor error). When the spec's ``allow_undetermined`` allows them -- at most ``count`` of them, or
+  at most ``ratio`` of the unit's counted results, undetermined ones included -- they are
+  **excluded**: not counted, in no threshold ratio's denominator, and the reason says so (how many
+  case runs were counted of how many, how many results were excluded, and the smallest non-empty
+  reason text among them). Without an allowance (or over it) nothing is excluded;
+- **error** when any counted result is undetermined and not excluded, or when a required key, or
+  every key of a threshold group, has no result at all in the run, or has results in the unit
+  (run or case run) that were all excluded ("no determined result": nothing decides it) -- never an
+  empty set that passes;
+- else **fail** when any determined result of a required key is not met, or a threshold group's
+  met-ratio (met results / its determined results, plus any undetermined ones not excluded) is below
+  its ``min`` (``min`` is inclusive);
 - else **pass** (``"no counted results"`` when the spec counts nothing).
+
+With an allowance, every reason ends with that coverage clause; without one, reasons read as they
+always did. The allowance applies to the run's results for the run verdict and to each case run's own
+results in the breakdown. It does not reach cases that have no case run at all, nor runs that ended
+``timed_out`` or ``error``: :func:`with_coverage` keeps those ``error`` whatever the allowance, since
+what is missing there was never judged, not judged undetermined.
 
 A key with results in some case runs of a run but not in another (a case-level assertion) does not
 apply to that other case run: in the per-case breakdown it neither fails nor errors there.
@@ -25,12 +40,12 @@ an outcome (it is the outcomes table's key), so it is the only grouping key over
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import polars as pl
 
 from assay.core.criteria import CriteriaSpec
 from assay.core.errors import EvidenceError
+
+from .verdict_rules import GROUP_DTYPE, VERDICT_COLUMNS, Plan, count_columns, plan, presence_columns, verdict_exprs
 
 __all__ = [
     "GROUP_DTYPE", "MAX_EVALUATORS", "VERDICT_COLUMNS", "case_verdicts", "flips", "latest", "latest_outcomes",
@@ -38,22 +53,12 @@ __all__ = [
 ]
 
 _LATEST_COLUMNS = ("case_run_id", "outcome_id", "judged_at")
-_VERDICT_INPUT = ("run_id", "case_run_id", "case_key", "outcome_id", "judged_at", "assertion_key", "met", "evaluator")
-
-VERDICT_COLUMNS = ("verdict", "reason", "counted", "met", "nulls", "failed_required", "groups", "evaluators")
-"""The columns every verdict row carries after its key columns."""
+_VERDICT_INPUT = ("run_id", "case_run_id", "case_key", "outcome_id", "judged_at", "assertion_key", "met", "reason",
+                 "evaluator")
 
 MAX_EVALUATORS = 128
 """How many distinct evaluators behind counted results :func:`run_verdicts` tells apart in one call
 (each outcome's set is a 128-bit mask); more raises :class:`EvidenceError` rather than list too few."""
-
-GROUP_DTYPE = pl.Struct(
-    {"keys": pl.List(pl.String), "ratio": pl.Float64, "min": pl.Float64, "ok": pl.Boolean,
-     "met": pl.Int64, "results": pl.Int64}
-)
-"""One threshold group's outcome: its counted keys, ``met / results`` (null when it has no result
-here), its ``min``, and ``ok`` (ratio >= min; null when the group has no result here)."""
-
 
 def _require(atoms: pl.LazyFrame, columns: tuple[str, ...], what: str) -> None:
     missing = [c for c in columns if c not in atoms.collect_schema().names()]
@@ -91,23 +96,10 @@ def latest(atoms: pl.LazyFrame) -> pl.LazyFrame:
     return atoms.join(latest_outcomes(outcomes).select("outcome_id"), on="outcome_id", how="semi")
 
 
-# --- the spec, as the columns the arithmetic needs ------------------------------------------------
+# --- the atoms, as the count columns of :mod:`.verdict_rules` ---------------------------------
 
 
-@dataclass(frozen=True)
-class _Plan:
-    required: list[str]
-    groups: list[tuple[int, list[str], float]]  # (index in the spec, counted keys, min)
-    counted: list[str]
-
-
-def _plan(spec: CriteriaSpec) -> _Plan:
-    required, groups = spec.counted_required(), spec.counted_groups()
-    counted = list(dict.fromkeys([*required, *(k for _, keys, _ in groups for k in keys)]))
-    return _Plan(required, groups, counted)
-
-
-def _current_outcomes(atoms: pl.LazyFrame, plan: _Plan, carry: list[str], evaluators: pl.Expr) -> pl.LazyFrame:
+def _current_outcomes(atoms: pl.LazyFrame, p: Plan, carry: list[str], evaluators: pl.Expr) -> pl.LazyFrame:
     """One row per case run -- its latest outcome -- with the counts the spec needs.
 
     Atoms are summarised per outcome first and the latest outcome of each case run is chosen among
@@ -115,31 +107,35 @@ def _current_outcomes(atoms: pl.LazyFrame, plan: _Plan, carry: list[str], evalua
     ``carry`` are columns constant within a case run, taken from its first atom; ``evaluators`` is
     the aggregation that records the outcome's evaluators of counted results.
     """
-    key, met = pl.col("assertion_key"), pl.col("met").cast(pl.Boolean)
-    counted = key.is_in(plan.counted)
+    key, met, reason = pl.col("assertion_key"), pl.col("met").cast(pl.Boolean), pl.col("reason")
+    counted = key.is_in(p.counted)
+    undetermined = counted & met.is_null()
     aggs = [
         *(pl.col(c).first() for c in ["case_run_id", *carry]),
         pl.col("judged_at").max(),
         counted.sum().alias("counted"),
         (counted & met).sum().alias("met"),
-        (counted & met.is_null()).sum().alias("nulls"),
+        undetermined.sum().alias("nulls"),
+        reason.filter(undetermined & (reason.str.len_bytes() > 0)).min().alias("_null_reason"),
         evaluators.alias("evaluators"),
     ]
-    for r, k in enumerate(plan.required):
-        aggs += [(key == k).sum().alias(f"_r{r}_n"), ((key == k) & ~met).sum().alias(f"_r{r}_not_met")]
-    for g, keys, _ in plan.groups:
-        aggs += [key.is_in(keys).sum().alias(f"_g{g}_n"), (key.is_in(keys) & met).sum().alias(f"_g{g}_met")]
+    for r, k in enumerate(p.required):
+        aggs += [(key == k).sum().alias(f"_r{r}_n"), ((key == k) & ~met).sum().alias(f"_r{r}_not_met"),
+                 ((key == k) & met.is_null()).sum().alias(f"_r{r}_nulls")]
+    for g, keys, _ in p.groups:
+        aggs += [key.is_in(keys).sum().alias(f"_g{g}_n"), (key.is_in(keys) & met).sum().alias(f"_g{g}_met"),
+                 (key.is_in(keys) & met.is_null()).sum().alias(f"_g{g}_nulls")]
     per_outcome = atoms.group_by("outcome_id").agg(aggs)
-    return latest_outcomes(per_outcome).with_columns(pl.col(_count_columns(plan, units=False)).cast(pl.Int64))
+    return latest_outcomes(per_outcome).with_columns(pl.col(count_columns(p, units=False)).cast(pl.Int64))
 
 
-def _counted_evaluator(plan: _Plan) -> pl.Expr:
-    return pl.when(pl.col("assertion_key").is_in(plan.counted)).then(pl.col("evaluator"))
+def _counted_evaluator(p: Plan) -> pl.Expr:
+    return pl.when(pl.col("assertion_key").is_in(p.counted)).then(pl.col("evaluator"))
 
 
-def _evaluator_masks(plan: _Plan, categories: pl.Categories) -> pl.Expr:
+def _evaluator_masks(p: Plan, categories: pl.Categories) -> pl.Expr:
     """Per outcome, its counted results' evaluators as bits of a UInt128 (bit i: the i-th category)."""
-    code = _counted_evaluator(plan).cast(pl.Categorical(categories)).to_physical()
+    code = _counted_evaluator(p).cast(pl.Categorical(categories)).to_physical()
     return pl.when(code < MAX_EVALUATORS).then(pl.lit(2, dtype=pl.UInt128).pow(code)).bitwise_or().fill_null(0)
 
 
@@ -167,115 +163,6 @@ def _evaluator_lists(per_run: pl.LazyFrame, categories: pl.Categories) -> pl.Laz
     return per_run.join(decoded, on="evaluators", how="left").drop("evaluators").rename({"_names": "evaluators"})
 
 
-def _count_columns(plan: _Plan, units: bool = True) -> list[str]:
-    cols = ["counted", "met", "nulls"]
-    for r in range(len(plan.required)):
-        cols += [f"_r{r}_{c}" for c in ("n", "not_met", *(("units", "failed_units") if units else ()))]
-    for g, _, _ in plan.groups:
-        cols += [f"_g{g}_{c}" for c in ("n", "met")]
-    return cols
-
-
-def _presence_columns(plan: _Plan) -> list[str]:
-    return [f"_r{r}_n" for r in range(len(plan.required))] + [f"_g{g}_n" for g, _, _ in plan.groups]
-
-
-# --- the verdict, as expressions -------------------------------------------------------------------
-
-
-def _fmt_min(value: float) -> str:
-    return f"{value:.2f}" if round(value, 2) == value else repr(value)
-
-
-def _fmt_ratio(ratio: pl.Expr) -> pl.Expr:
-    """``ratio`` as text with two decimals, truncated (0.749 shows 0.74, never 0.75)."""
-    hundredths = (ratio * 100 + 1e-9).floor().cast(pl.Int64)
-    return pl.concat_str(
-        (hundredths // 100).cast(pl.String), pl.lit("."), (hundredths % 100).cast(pl.String).str.zfill(2)
-    )
-
-
-def _plural(n: pl.Expr, one: str, many: str) -> pl.Expr:
-    return pl.when(n == 1).then(pl.lit(one)).otherwise(pl.lit(many))
-
-
-def _clauses(parts: list[pl.Expr]) -> pl.Expr:
-    if not parts:
-        return pl.lit(None, dtype=pl.String)
-    joined = pl.concat_str(parts, separator="; ", ignore_nulls=True)
-    return pl.when(joined != "").then(joined)
-
-
-def _verdict_exprs(plan: _Plan, run_level: bool) -> list[pl.Expr]:
-    """Verdict columns from the count columns; ``_run<col>`` hold the run-wide presence counts."""
-    errors: list[pl.Expr] = []
-    fails: list[pl.Expr] = []
-    passes: list[pl.Expr] = []
-    missing: list[pl.Expr] = []
-    failing: list[pl.Expr] = []
-    failed_keys: list[pl.Expr] = []
-    groups: list[pl.Expr] = []
-
-    nulls = pl.col("nulls")
-    errors.append(pl.when(nulls > 0).then(
-        pl.format("{} counted {} not be determined", nulls, _plural(nulls, "result could", "results could"))
-    ))
-    for r, key in enumerate(plan.required):
-        absent = pl.col(f"_run_r{r}_n") == 0
-        missing.append(absent)
-        errors.append(pl.when(absent).then(pl.lit(f"required key {key} has no result in this run")))
-        bad = pl.col(f"_r{r}_not_met") > 0
-        failing.append(bad)
-        failed_keys.append(pl.when(bad).then(pl.lit(key)))
-        if run_level:
-            detail = pl.format(" in {} of {} case runs", pl.col(f"_r{r}_failed_units"), pl.col(f"_r{r}_units"))
-        else:
-            detail = pl.when(pl.col(f"_r{r}_n") > 1).then(
-                pl.format(" in {} of {} results", pl.col(f"_r{r}_not_met"), pl.col(f"_r{r}_n"))
-            ).otherwise(pl.lit(""))
-        fails.append(pl.when(bad).then(pl.concat_str(pl.lit(f"required {key} not met"), detail)))
-    if plan.required:
-        passes.append(pl.when(pl.any_horizontal(pl.col(f"_r{r}_n") > 0 for r in range(len(plan.required))))
-                      .then(pl.lit("every required result met")))
-    for g, keys, low in plan.groups:
-        n, met = pl.col(f"_g{g}_n"), pl.col(f"_g{g}_met")
-        label = f"group {g} ({', '.join(keys)})"
-        absent = pl.col(f"_run_g{g}_n") == 0
-        missing.append(absent)
-        errors.append(pl.when(absent).then(pl.lit(f"threshold {label} has no result in this run")))
-        ratio = pl.when(n > 0).then(met / n)
-        ok = ratio >= low  # null where the group has no result here
-        failing.append(ok.not_().fill_null(False))
-        shown = pl.format("{} {} {} ({} of {} met)", _fmt_ratio(ratio), pl.when(ok).then(pl.lit(">=")).otherwise(
-            pl.lit("<")), pl.lit(_fmt_min(low)), met, n)
-        fails.append(pl.when(ok.not_()).then(pl.concat_str(pl.lit(label + " "), shown)))
-        passes.append(pl.when(ok).then(pl.concat_str(pl.lit(label + " "), shown)))
-        groups.append(pl.struct(
-            keys=pl.lit(keys, dtype=pl.List(pl.String)), ratio=ratio, min=pl.lit(low, dtype=pl.Float64), ok=ok,
-            met=met, results=n,
-        ))
-
-    is_error = (nulls > 0) | pl.any_horizontal(missing) if missing else nulls > 0
-    is_fail = pl.any_horizontal(failing) if failing else pl.lit(False)
-    counted = pl.col("counted")
-    pass_reason = pl.when(counted == 0).then(pl.lit("no counted results")).otherwise(
-        _clauses([pl.format("{} counted {}", counted, _plural(counted, "result", "results")), *passes])
-    )
-    verdict = pl.when(is_error).then(pl.lit("error")).when(is_fail).then(pl.lit("fail")).otherwise(pl.lit("pass"))
-    reason = pl.when(is_error).then(_clauses(errors)).when(is_fail).then(_clauses(fails)).otherwise(pass_reason)
-    empty_keys = pl.lit([], dtype=pl.List(pl.String))
-    return [
-        verdict.alias("verdict"),
-        reason.alias("reason"),
-        counted,
-        pl.col("met"),
-        nulls,
-        (pl.concat_list(failed_keys).list.drop_nulls() if failed_keys else empty_keys).alias("failed_required"),
-        (pl.concat_list(groups) if groups else pl.lit([], dtype=pl.List(GROUP_DTYPE))).alias("groups"),
-        pl.col("evaluators").fill_null(empty_keys),
-    ]
-
-
 def run_verdicts(atoms: pl.LazyFrame, spec: CriteriaSpec) -> pl.LazyFrame:
     """One verdict row per run under ``spec``: ``run_id`` then :data:`VERDICT_COLUMNS`.
 
@@ -284,18 +171,20 @@ def run_verdicts(atoms: pl.LazyFrame, spec: CriteriaSpec) -> pl.LazyFrame:
     gets a row, even when none of its atoms is counted.
     """
     _require(atoms, _VERDICT_INPUT, "run_verdicts")
-    plan = _plan(spec)
+    p = plan(spec)
     categories = pl.Categories.random()  # this call's own evaluator codes, 0, 1, 2, ...
-    current = _current_outcomes(atoms, plan, ["run_id"], _evaluator_masks(plan, categories))
+    current = _current_outcomes(atoms, p, ["run_id"], _evaluator_masks(p, categories))
     units = [(pl.col(f"_r{r}_{c}") > 0).sum().cast(pl.Int64).alias(f"_r{r}_{u}")
-             for r in range(len(plan.required)) for c, u in (("n", "units"), ("not_met", "failed_units"))]
+             for r in range(len(p.required)) for c, u in (("n", "units"), ("not_met", "failed_units"))]
     per_run = current.group_by("run_id").agg(
-        pl.col(_count_columns(plan, units=False)).sum(), *units, pl.col("evaluators").bitwise_or()
+        pl.col(count_columns(p, units=False)).sum(), *units, pl.col("evaluators").bitwise_or(),
+        pl.col("_null_reason").min(), pl.len().cast(pl.Int64).alias("case_runs"),
+        (pl.col("nulls") > 0).sum().cast(pl.Int64).alias("_null_units"),
     )
     return (
         _evaluator_lists(per_run, categories)
-        .with_columns(pl.col(c).alias(f"_run{c}") for c in _presence_columns(plan))
-        .select("run_id", *_verdict_exprs(plan, run_level=True))
+        .with_columns(pl.col(c).alias(f"_run{c}") for c in presence_columns(p))
+        .select("run_id", *verdict_exprs(p, run_level=True))
         .sort("run_id")
     )
 
@@ -305,19 +194,20 @@ def case_verdicts(atoms: pl.LazyFrame, spec: CriteriaSpec) -> pl.LazyFrame:
 
     Applies :func:`latest`'s rule itself. A key absent from the whole run is an error for each of
     its case runs (as for the run); a key absent from one case run but present in others does not
-    apply there.
+    apply there. The allowance of undetermined results applies to each case run's own results.
     """
     _require(atoms, _VERDICT_INPUT, "case_verdicts")
-    plan = _plan(spec)
+    p = plan(spec)
     by = ["run_id", "case_run_id", "case_key"]
-    evaluators = _counted_evaluator(plan).drop_nulls().unique()
-    current = _current_outcomes(atoms, plan, ["run_id", "case_key"], evaluators)
-    presence = _presence_columns(plan)
+    evaluators = _counted_evaluator(p).drop_nulls().unique()
+    current = _current_outcomes(atoms, p, ["run_id", "case_key"], evaluators).with_columns(
+        case_runs=pl.lit(1, dtype=pl.Int64), _null_units=(pl.col("nulls") > 0).cast(pl.Int64))
+    presence = presence_columns(p)
     run_presence = current.group_by("run_id").agg(pl.col(c).sum().alias(f"_run{c}") for c in presence)
     return (
         current.join(run_presence, on="run_id", how="left")
         .with_columns(pl.col("evaluators").list.sort())
-        .select(*by, *_verdict_exprs(plan, run_level=False))
+        .select(*by, *verdict_exprs(p, run_level=False))
         .sort(by)
     )
 
@@ -342,7 +232,7 @@ def with_coverage(verdicts: pl.DataFrame, runs: pl.DataFrame, spec: CriteriaSpec
     """
     counts = bool(set(spec.required) | {k for g in spec.threshold for k in g.keys})
     status, reason = pl.col("status"), pl.col("status_reason").fill_null("no reason given")
-    cases, stored = pl.col("case_count"), pl.col("case_runs")
+    cases, stored = pl.col("case_count"), pl.col("_stored")
     partial = (
         pl.when(status.is_in(PARTIAL_STATUSES))
         .then(pl.format("partial: the run ended {} ({}) with {} case run(s) stored for {} case(s); "
@@ -350,8 +240,8 @@ def with_coverage(verdicts: pl.DataFrame, runs: pl.DataFrame, spec: CriteriaSpec
         .when(status.is_in(["released", "completed"]) & (stored < cases))  # the runner said it was done
         .then(pl.format("partial: {} of {} case(s) have no case run; each counts as undetermined", cases - stored, cases))
     )
-    joined = runs.select("run_id", "status", "status_reason", "case_count", "case_runs").join(
-        verdicts, on="run_id", how="left")
+    joined = runs.select("run_id", "status", "status_reason", "case_count", _stored="case_runs").join(
+        verdicts, on="run_id", how="left")  # the verdict's own case_runs are those judged
     nothing = pl.col("verdict").is_null()
     ended = status.is_in(PARTIAL_STATUSES)
     why = partial if counts else pl.lit(None, dtype=pl.String)

@@ -114,15 +114,25 @@ class Judge:
         """Requests actually sent to the endpoint, retries included."""
         return self.client.sent
 
-    def ask_many(self, questions: Sequence[tuple[str, str]]) -> list[Judgement]:
-        """A judgement per ``(rubric, evidence)`` question, in order, with at most ``concurrency`` in flight."""
+    def ask_many(
+        self, questions: Sequence[tuple[str, str]], on_answer: Callable[[], None] | None = None
+    ) -> list[Judgement]:
+        """A judgement per ``(rubric, evidence)`` question, in order, with at most ``concurrency`` in flight;
+        ``on_answer()`` is called as each one arrives (from the thread that asked it)."""
         if not questions:
             return []
+
+        def one(question: tuple[str, str]) -> Judgement:
+            judgement = self.ask(*question)
+            if on_answer is not None:
+                on_answer()
+            return judgement
+
         workers = min(self.concurrency, len(questions))
         if workers == 1:
-            return [self.ask(r, e) for r, e in questions]
+            return [one(q) for q in questions]
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
-            return list(pool.map(lambda q: self.ask(*q), questions))
+            return list(pool.map(one, questions))
 
     def ask(self, rubric: str, evidence: str) -> Judgement:
         """Ask the judge whether ``rubric`` holds over ``evidence`` (rendered evidence text)."""

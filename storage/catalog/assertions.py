@@ -49,9 +49,24 @@ def criteria_spec(conn: sa.Connection, suite_id: str, consumer: str, version: in
     q = q.where(c.c.version == version) if version is not None else q.order_by(c.c.version.desc()).limit(1)
     row = conn.execute(q).first()
     if row is None:
-        what = f"{consumer} v{version}" if version is not None else consumer
-        raise NotFoundError("criteria", what, "load a bundle that gives this consumer criteria for the suite")
+        raise _no_criteria(conn, suite_id, consumer, version)
     return row.version, CriteriaSpec.model_validate(row.spec)
+
+
+def _no_criteria(conn: sa.Connection, suite_id: str, consumer: str, version: int | None) -> NotFoundError:
+    """No such criteria: the consumers that have criteria on the suite, or the versions this consumer has."""
+    c, s = t.criteria, t.suites
+    suite = "/".join(conn.execute(sa.select(s.c.team_id, s.c.suite_key).where(s.c.suite_id == suite_id)).one())
+    versions = list(conn.execute(sa.select(c.c.version).where(c.c.suite_id == suite_id, c.c.consumer_key == consumer)
+                                 .order_by(c.c.version)).scalars())
+    if version is not None and versions:
+        return NotFoundError("criteria", f"{consumer} v{version}",
+                             f"versions of {consumer} on {suite}: {', '.join(f'v{v}' for v in versions)}")
+    known = conn.execute(sa.select(c.c.consumer_key).where(c.c.suite_id == suite_id).distinct()
+                         .order_by(c.c.consumer_key)).scalars()
+    return NotFoundError(
+        f"criteria on suite {suite} for consumer", consumer, known=list(known), known_as="consumers with criteria here",
+        hint=f"list them with `assay ls criteria --suite {suite}`; a bundle gives a consumer criteria per suite")
 
 
 def stamped_criteria(conn: sa.Connection, run_ids: Iterable[str]) -> list[sa.Row]:

@@ -16,11 +16,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.core.criteria import CriteriaSpec, resolve
-from assay.core.errors import NotFoundError
+from assay.core.errors import AmbiguousError, NotFoundError
 from assay.core.ids import content_hash, new_id
+from assay.core.names import listed
 from assay.core.runner import AssertionSpec, CaseSpec, RunJob
 
 from . import tables as t
+from .names import check_team, ls_hint, suite_names
 
 
 @dataclass(frozen=True)
@@ -68,10 +70,11 @@ def find_suite(conn: sa.Connection, suite: str, team: str | None = None) -> sa.R
         q = q.where(t.suites.c.team_id == team)
     rows = conn.execute(q).all()
     if not rows:
-        raise NotFoundError("suite", f"{team}/{suite}" if team else suite, "list suites with `assay suites`, or load a bundle")
+        raise NotFoundError("suite", f"{team}/{suite}" if team else suite, ls_hint("suites"),
+                            known=suite_names(conn))
     if len(rows) > 1:
         teams = ", ".join(f"{r.team_id}/{r.suite_key}" for r in rows)
-        raise NotFoundError("unique suite", suite, f"it is ambiguous; name one of: {teams}")
+        raise AmbiguousError(f"suite {suite!r} names {len(rows)} suites: name one of {teams}")
     return rows[0]
 
 
@@ -210,15 +213,33 @@ def _get(conn: sa.Connection, run_id: str) -> RunRow:
     return RunRow(**row)
 
 
+PREFIX = 6
+"""The shortest run id prefix accepted for a whole id."""
+
+
 def get_run(engine: sa.Engine, run_id: str) -> RunRow:
-    """One run by id (a unique prefix of at least 6 characters is accepted)."""
+    """One run by id (a unique prefix of at least :data:`PREFIX` characters is accepted).
+
+    A prefix no run has is an error listing the newest runs; one several runs share (or one shorter
+    than the minimum) is ambiguous, listing the runs it names.
+    """
+    runs = t.runs
     with engine.connect() as conn:
-        if len(run_id) < 32:
-            matches = conn.execute(
-                sa.select(t.runs.c.run_id).where(t.runs.c.run_id.startswith(run_id, autoescape=True)).limit(2)
-            ).scalars().all()
-            if len(run_id) >= 6 and len(matches) == 1:
+        if conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run_id)).first() is None:
+            q = sa.select(runs.c.run_id).where(runs.c.run_id.startswith(run_id, autoescape=True))
+            matches = conn.execute(q.order_by(runs.c.created_at.desc())).scalars().all()
+            if len(run_id) >= PREFIX and len(matches) == 1:
                 run_id = matches[0]
+            elif matches:
+                raise AmbiguousError(
+                    f"run id prefix {run_id!r} names {len(matches)} runs: {listed(matches)}; give more characters"
+                    if len(matches) > 1 else
+                    f"run id prefix {run_id!r} is too short: give {PREFIX}+ characters (it starts {matches[0]})")
+            else:
+                newest = list(conn.execute(sa.select(runs.c.run_id).order_by(runs.c.created_at.desc()).limit(3)).scalars())
+                if not newest:
+                    raise NotFoundError("run", run_id, "there are no runs yet: `assay run TEAM/SUITE` starts one")
+                raise NotFoundError("run", run_id, "list runs with `assay runs list`", known=newest, known_as="newest runs")
         return _get(conn, run_id)
 
 
@@ -229,35 +250,16 @@ def list_runs(engine: sa.Engine, *, suite: str | None = None, team: str | None =
         if suite:
             q = q.where(t.runs.c.suite_id == find_suite(conn, suite, team).suite_id)
         elif team:
-            q = q.where(t.runs.c.team_id == team)
+            q = q.where(t.runs.c.team_id == check_team(conn, team))
         return [RunRow(**r) for r in conn.execute(q).mappings()]
 
 
-def run_details(engine: sa.Engine, run_id: str) -> dict[str, Any]:
-    """A run with its stamped criteria, cases, accepted reports and rejected reports."""
-    run = get_run(engine, run_id)
-    with engine.connect() as conn:
-        crit = conn.execute(
-            sa.select(t.run_criteria.c.consumer_key, t.run_criteria.c.version)
-            .where(t.run_criteria.c.run_id == run.run_id)
-            .order_by(t.run_criteria.c.consumer_key)
-        ).all()
-        reports = conn.execute(
-            sa.select(t.run_reports.c.request_id, t.run_reports.c.case_runs, t.run_reports.c.evaluations)
-            .where(t.run_reports.c.run_id == run.run_id)
-            .order_by(t.run_reports.c.received_at)
-        ).all()
-        rejected = conn.execute(
-            sa.select(t.rejected_reports.c.request_id, t.rejected_reports.c.owner, t.rejected_reports.c.reason)
-            .where(t.rejected_reports.c.run_id == run.run_id)
-            .order_by(t.rejected_reports.c.rejected_id)
-        ).all()
-    return {
-        **run.to_dict(),
-        "criteria": {r.consumer_key: r.version for r in crit},
-        "reports": [dict(r._mapping) for r in reports],
-        "rejected_reports": [dict(r._mapping) for r in rejected],
-    }
+def run_details(engine: sa.Engine, run_id: str, lake: Any = None) -> dict[str, Any]:
+    """A run with its lease, stamped criteria and verdicts, accepted and rejected reports and, given the
+    lake, its judging: :func:`.run_view.run_details`."""
+    from .run_view import run_details as details
+
+    return details(engine, run_id, lake)
 
 
 def job_for_run(engine: sa.Engine, run_id: str) -> RunJob:

@@ -118,49 +118,60 @@ def _int(name: str) -> pa.Field:
     return pa.field(name, pa.int64(), nullable=False)
 
 
+_CURRENT_FIELDS = [
+    *map(_int, ["run", "case_run", "key"]),
+    pa.field("met", pa.bool_()),
+    _int("evaluator_code"),
+    *map(_str, ["run_id", "case_run_id", "case_key", "assertion_key", "evaluator", "outcome_id", "result_id"]),
+    _JUDGED_AT,
+]
+
 CURRENT_RESULTS = lake_table(
     "current_results",
-    1,
-    pa.schema(
-        [
-            *map(_int, ["run", "case_run", "key"]),
-            pa.field("met", pa.bool_()),
-            _int("evaluator_code"),
-            *map(_str, ["run_id", "case_run_id", "case_key", "assertion_key", "evaluator", "outcome_id", "result_id"]),
-            _JUDGED_AT,
-        ]
-    ),
+    2,
+    pa.schema([*_CURRENT_FIELDS, pa.field("reason", pa.string())]),
     natural_key=["result_id"],
     first_by="judged_at",
     sort_by=["run", "case_run", "key"],
+    # v1 kept no reason: its rows read null (a verdict that excludes one says "no reason recorded").
+    older=[OlderVersion(1, pa.schema(_CURRENT_FIELDS), {"reason": None})],
 )
 """State kept for the re-score tier: the atoms of each case run's **latest** outcome only. Each judging
 pass rewrites the files of the runs it judged (copy on write, in the pass's own transaction), so no
 reader resolves "latest" itself. The first five columns are all a re-score reads: ``run``,
 ``case_run`` and ``key`` are 64-bit codes of the run id, case-run id and assertion key
 (:func:`assay.core.ids.id_code`, :func:`~assay.core.ids.name_code`), ``evaluator_code`` the evaluator's
-(its name is in the catalog's ``lake_names``); the text columns serve every other reader.
+(its name is in the catalog's ``lake_names``); ``reason`` (v2) says why an undetermined result was
+not determined, for a verdict that excludes it; the text columns serve every other reader.
 ``assertion_results`` keeps every atom of every outcome, for history."""
+
+_CODES = pa.list_(pa.field("item", pa.int64(), nullable=False))
+_COUNT_FIELDS = [
+    *map(_int, ["run", "key", "n", "met", "nulls", "not_met", "units", "failed_units"]),
+    pa.field("evaluators", _CODES, nullable=False),
+    _str("run_id"),
+    pa.field("computed_at", pa.timestamp("us", tz="UTC"), nullable=False),
+]
+_UNDETERMINED_FIELDS = [pa.field("null_case_runs", _CODES), pa.field("null_reason", pa.string()),
+                        pa.field("case_runs", pa.int64())]
 
 RUN_KEY_COUNTS = lake_table(
     "run_key_counts",
-    1,
-    pa.schema(
-        [
-            *map(_int, ["run", "key", "n", "met", "nulls", "not_met", "units", "failed_units"]),
-            pa.field("evaluators", pa.list_(pa.field("item", pa.int64(), nullable=False)), nullable=False),
-            _str("run_id"),
-            pa.field("computed_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        ]
-    ),
+    2,
+    pa.schema([*_COUNT_FIELDS, *_UNDETERMINED_FIELDS]),
     natural_key=["run", "key"],
     first_by="computed_at",
     sort_by=["run", "key"],
+    # v1 rows were summarised without them: they read null, and a re-score that meets a null
+    # ``case_runs`` computes its verdicts from the stored atoms instead (the next judging pass of the
+    # run rewrites its rows at v2).
+    older=[OlderVersion(1, pa.schema(_COUNT_FIELDS), {f.name: None for f in _UNDETERMINED_FIELDS})],
 )
 """State kept for the re-score tier, one row per (run, assertion key) of the current results: how many
-results, met, undetermined and not met, the case runs with a result and with a failure, and the
-evaluator codes. A verdict under any criteria is arithmetic over these rows
-(:func:`assay.transforms.rescore.counted_run_verdicts`); each judging pass rewrites the rows of the
+results, met, undetermined and not met, the case runs with a result and with a failure, the
+evaluator codes, and (v2) the case-run codes with an undetermined result, the smallest reason text of
+one, and the run's case runs judged (the same on every row of the run). A verdict under any criteria
+is arithmetic over these rows (:func:`assay.transforms.rescore.counted_run_verdicts`); each judging pass rewrites the rows of the
 runs it judged, in its own transaction, from ``current_results``."""
 
 VERDICTS = lake_table(

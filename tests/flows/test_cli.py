@@ -13,10 +13,10 @@ import pytest
 HEAVY = ("polars", "duckdb", "prefect", "pyarrow", "pandera", "sqlalchemy", "alembic")
 
 
-def assay(*args: str, home: Path, check: int | None = 0) -> subprocess.CompletedProcess:
+def assay(*args: str, home: Path, check: int | None = 0, columns: int = 200) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     home.mkdir(parents=True, exist_ok=True)  # only `assay init` and the demo create one
-    env.update(ASSAY_HOME=str(home), PREFECT_HOME=str(home / "prefect"), NO_COLOR="1", COLUMNS="200")
+    env.update(ASSAY_HOME=str(home), PREFECT_HOME=str(home / "prefect"), NO_COLOR="1", COLUMNS=str(columns))
     proc = subprocess.run(
         [sys.executable, "-m", "assay.flows.cli", *args], env=env, capture_output=True, text=True, timeout=300
     )
@@ -72,6 +72,9 @@ def test_json_documents_carry_schema_revision_and_stability(tmp_path: Path) -> N
 def test_the_demo_shows_the_three_tiers(tmp_path: Path) -> None:
     doc = json.loads(assay("demo", "--json", home=tmp_path / "fresh").stdout)
     assert doc["schema"] == "assay.demo"
+    from assay.core.document_models import validate
+
+    validate(doc)  # the model forbids unknown fields: docs/schemas/assay.demo.json describes this document
     assert [r["status"] for r in doc["runs"]] == ["completed", "completed"]
     tiers = {s["suite"]: s["tier"] for s in doc["plan"]["suites"]}
     assert tiers == {"acme-plumbing/main-line": "re-judge", "northside-hvac/recorded-calls": "re-run",
@@ -132,4 +135,4 @@ def test_rescore_with_a_bad_spec_file_names_it(tmp_path: Path) -> None:
 
 def test_rejudge_without_a_selection_says_how_to_choose(tmp_path: Path) -> None:
     proc = assay("rejudge", home=tmp_path, check=1)
-    assert "choose runs with --run, --suite or --team" in proc.stderr
+    assert "no runs chosen: give --run RUN (repeatable), --suite TEAM/SUITE or --team TEAM" in proc.stderr

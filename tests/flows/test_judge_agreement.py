@@ -11,6 +11,7 @@ import sqlalchemy as sa
 import typer
 from typer.testing import CliRunner
 
+from assay.core.document_models import validate
 from assay.core.errors import ConfigError, LabelsError
 from assay.fakes.openai import FakeOpenAI
 from assay.flows.agreement import measure
@@ -73,6 +74,7 @@ def test_agreement_and_kappa_are_printed_and_kept(judged_home, server: FakeOpenA
     path = labels(tmp_path, ITEMS)
     doc = json.loads(invoke(str(path), "--json"))
     assert doc["schema"] == "assay.judge-agreement"
+    validate(doc)  # docs/schemas/assay.judge-agreement.json describes this document
     # p_o = 7/10; p_e = (5*6 + 5*4) / 100 = 0.5; kappa = 0.2 / 0.5 = 0.4.
     assert (doc["items"], doc["undetermined"]) == (11, 1)
     assert doc["agreement"] == pytest.approx(0.7) and doc["kappa"] == pytest.approx(0.4)

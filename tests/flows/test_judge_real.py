@@ -148,3 +148,16 @@ def test_an_unreachable_judge_gives_errors_never_fails_and_is_asked_again_later(
     assert judged["judge_calls"] == atoms.height and judged["judge_cached"] == 0
     assert rubric_atoms(back).filter(pl.col("evaluator") != "assay:execution")["met"].null_count() == 0
     back.close()
+
+
+def test_judging_reports_its_progress_answer_by_answer(ws: Workspace, server: FakeOpenAI) -> None:
+    run_id = ops.start_run(ws, SUITE).run_id
+    ops.execute_run(ws, run_id)
+    heard: list[tuple[int, int, str]] = []
+    judged = judge_runs(ws, [run_id], progress=lambda done, total, unit: heard.append((done, total, unit)))
+    stored = judged["case_runs"]
+    answers = [(d, t) for d, t, unit in heard if unit == "judge answers"]
+    assert heard[0] == (0, stored, "case runs") and heard[-1] == (stored, stored, "case runs")
+    # every answer is heard once, in order, against the number of questions asked
+    assert answers == [(n, judged["judge_asked"]) for n in range(judged["judge_asked"] + 1)]
+    assert judged["judge_asked"] == server.completions() > 0

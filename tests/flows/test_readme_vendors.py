@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from readme_blocks import ROOT, sh_block
 
 
 def _commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Real runners"):]
-    [block] = re.findall(r"```sh\n(.*?)```", section, flags=re.S)[:1]
-    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]
+    return [line.command for line in sh_block("## Real runners")]
 
 
 def test_the_readme_vendor_walk_through_runs(assay_home: Path, tmp_path: Path) -> None:

@@ -89,6 +89,16 @@ def test_with_coverage_rules() -> None:
     assert advisory["lost"] == "pass"  # a criteria that counts nothing has nothing left undetermined
 
 
+def test_with_coverage_keeps_the_verdicts_own_case_run_counts() -> None:
+    """The verdict's ``case_runs`` are those judged; the run's stored count only decides partiality."""
+    verdicts = pl.DataFrame({"run_id": ["r"], "verdict": ["pass"], "reason": ["ok"],
+                             **{c: [None] for c in VERDICT_COLUMNS[2:] if c not in ("case_runs", "case_runs_counted")},
+                             "case_runs": [3], "case_runs_counted": [2]})
+    runs = _frame(run_id=["r"], status=["completed"], status_reason=[None], case_count=[3], case_runs=[5])
+    [row] = with_coverage(verdicts, runs, CriteriaSpec(required=["a"])).to_dicts()
+    assert (row["case_runs"], row["case_runs_counted"]) == (3, 2)
+
+
 def test_rejudging_a_run_that_is_not_final_says_why(ws: Workspace) -> None:
     from assay.core.errors import ConfigError
     from assay.flows.selection import select_runs

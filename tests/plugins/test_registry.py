@@ -131,5 +131,8 @@ def test_two_distributions_claiming_one_name_are_refused_by_name(site: Path) -> 
 def test_an_unknown_runner_names_the_installed_ones() -> None:
     with pytest.raises(NotFoundError) as caught:
         runner_class("nope")
-    assert str(caught.value) == f"no runner 'nope'; known runners: {', '.join(runner_names())}"
+    assert str(caught.value) == f"no runner 'nope'\nknown runners: {', '.join(runner_names())}"
     assert {"config_check", "fixed", "recorded"} <= set(runner_names())
+    with pytest.raises(NotFoundError) as caught:
+        runner_class("recordd")
+    assert str(caught.value).startswith("no runner 'recordd'; did you mean recorded?\nknown runners: ")

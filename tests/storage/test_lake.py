@@ -266,6 +266,10 @@ def test_a_listed_file_of_an_unknown_version_is_refused_naming_it(lake: Lake, ve
 # case_runs.v2 and runner_evaluations.v2 are case_runs(2) and evaluations(2) of lake_kit (turns with end_t,
 # evaluations with met and value), written by Lake.write;
 # assertion_results.v3 is the v2 rows with judge spend (ar-1: a rubric result, 120/30 tokens, $0.0012), by Lake.write.
+# current_results.v2 is the v1 rows with a reason each (cu-1's: HUNG_UP), by Lake.write;
+# run_key_counts.v2 is the v1 rows with null_case_runs (cu-1's case run for the key with an undetermined
+# result), null_reason (HUNG_UP) and case_runs (4), by Lake.write.
+HUNG_UP = "the case run did not execute: telephony: caller hung up"
 KNOWN = [(table, version) for table in sorted(TABLES) for version in TABLES[table].known_versions]
 
 
@@ -310,9 +314,13 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str, 
     elif table == "run_key_counts":
         assert got["n"].to_list() == [4, 4] and sorted(got["met"].to_list()) == [3, 4]
         assert got["evaluators"].list.len().to_list() == [1, 1]
+        undetermined = got.sort("met").select("null_case_runs", "null_reason", "case_runs").rows()
+        assert undetermined == ([(None, None, None)] * 2 if version == 1 else [  # v1: not summarised, read null
+            ([-4919131752989213765], HUNG_UP, 4), ([], None, 4)])  # cu-1's case run
     elif table == "current_results":
         assert got["result_id"].to_list() == ["cu-0", "cu-1"] and got["met"].to_list() == [True, None]
         assert got["run"].n_unique() == 1 and got["key"].n_unique() == 1 and got["case_run"].n_unique() == 2
+        assert got["reason"].to_list() == ([None, None] if version == 1 else ["said it plainly", HUNG_UP])
     assert connect(lake).sql(f"select count(*) from {table}").fetchall() == [(2,)]
     if table == "case_runs":  # DuckDB reads the widened struct the same way
         ends = connect(lake).sql("select [t.end_t for t in transcript] from case_runs order by case_run_id").fetchall()

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
-from assay.core.criteria import CriteriaSpec
+from assay.core.criteria import CriteriaSpec, UndeterminedAllowance
 from assay.storage import views
 from assay.storage.lake import TABLES, Lake, lake_table
 from assay.storage.query import connect
@@ -114,7 +114,9 @@ def _spec(rng: random.Random) -> CriteriaSpec:
     required = [k for k in rng.sample(keys, rng.randint(0, 2)) if k not in ignore]
     groups = [{"keys": rng.sample(keys, rng.randint(1, 3)), "min": rng.choice([0.0, 0.5, 2 / 3, 0.75, 0.8, 1.0])}
               for _ in range(rng.randint(0, 2))]
-    return CriteriaSpec.model_validate({"required": required, "threshold": groups, "ignore": ignore})
+    allowance = rng.choice([None, None, {"count": 0}, {"count": 1}, {"count": 3}, {"ratio": 0.1}, {"ratio": 0.5}])
+    return CriteriaSpec.model_validate({"required": required, "threshold": groups, "ignore": ignore,
+                                        **({"allow_undetermined": allowance} if allowance else {})})
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -157,8 +159,11 @@ def test_criteria_terms_count_each_key_once_per_term_and_never_an_ignored_key() 
     })
     criteria = pl.DataFrame({"criteria_id": ["k"], "spec": [json.dumps(spec.model_dump())]}).to_arrow()
     rows = pl.from_arrow(views.criteria_terms(criteria)).rows()
-    assert rows == [("k", "required", 0, "a", None), ("k", "required", 1, "b", None),
-                    ("k", "threshold", 0, "b", 0.5), ("k", "threshold", 0, "d", 0.5)]
+    assert rows == [("k", "required", 0, "a", None, None, None), ("k", "required", 1, "b", None, None, None),
+                    ("k", "threshold", 0, "b", 0.5, None, None), ("k", "threshold", 0, "d", 0.5, None, None)]
+    allowing = spec.model_copy(update={"allow_undetermined": UndeterminedAllowance(ratio=0.25)})
+    criteria = pl.DataFrame({"criteria_id": ["k"], "spec": [json.dumps(allowing.model_dump())]}).to_arrow()
+    assert {r[-2:] for r in pl.from_arrow(views.criteria_terms(criteria)).rows()} == {(None, 0.25)}
 
 
 def test_a_lake_table_keeps_its_name_over_a_derived_view(tmp_path: Path, engine: sa.Engine) -> None:

@@ -1,4 +1,5 @@
-"""Re-scoring from per-(run, key) counts gives exactly :func:`run_verdicts`' verdicts (differential)."""
+"""Re-scoring from per-(run, key) counts gives exactly :func:`run_verdicts`' verdicts (differential), with
+and without an allowance of undetermined results."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from assay.core.criteria import CriteriaSpec, ThresholdGroup
+from assay.core.criteria import CriteriaSpec, ThresholdGroup, UndeterminedAllowance
 from assay.core.ids import id_code, name_code
 from assay.transforms.rescore import counted_run_verdicts, key_counts
 from assay.transforms.verdicts import latest, run_verdicts
@@ -16,6 +17,7 @@ from assay.transforms.verdicts import latest, run_verdicts
 KEYS = ["a", "b", "c", "d", "e", "f"]
 EVALUATORS = ["assay:transcript", "assay:judge:m1", "assay:judge:m2", "hamming:guardrail"]
 T0 = datetime(2026, 11, 20, tzinfo=UTC)
+REASONS = ["the case run did not execute: telephony: caller hung up", "vendor error: 503", "", "looks fine"]
 
 
 def hexid(rng: random.Random) -> str:
@@ -38,18 +40,22 @@ def atoms(seed: int) -> pl.DataFrame:
                         "result_id": hexid(rng), "outcome_id": outcome, "run_id": run, "case_run_id": case_run,
                         "case_key": "case", "assertion_key": k, "judged_at": at,
                         "met": rng.choice([True, True, True, False, None]), "evaluator": rng.choice(EVALUATORS),
+                        "reason": rng.choice([*REASONS, None]),
                     })
     return pl.DataFrame(rows, schema_overrides={"met": pl.Boolean, "judged_at": pl.Datetime("us", "UTC")})
 
 
 def specs() -> list[CriteriaSpec]:
-    return [
+    plain = [
         CriteriaSpec(required=["a", "b"], threshold=[ThresholdGroup(keys=["c", "d"], min=0.75)], ignore=["e"]),
         CriteriaSpec(required=["f"]),
         CriteriaSpec(threshold=[ThresholdGroup(keys=["a", "e", "f"], min=0.5), ThresholdGroup(keys=["b"], min=1.0)]),
         CriteriaSpec(required=["a"], threshold=[ThresholdGroup(keys=["a", "c"], min=0.6)], ignore=["c"]),
         CriteriaSpec(),
     ]
+    allowances = [{"count": 0}, {"count": 1}, {"count": 4}, {"ratio": 0.2}, {"ratio": 1.0}]
+    return plain + [s.model_copy(update={"allow_undetermined": UndeterminedAllowance.model_validate(a)})
+                    for s in plain for a in allowances]
 
 
 def coded(history: pl.DataFrame) -> pl.LazyFrame:

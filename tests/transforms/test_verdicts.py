@@ -243,7 +243,7 @@ def test_several_runs_at_once_each_get_their_own_verdict() -> None:
     )
     got = run_verdicts(atoms, SPEC).collect()
     assert got.columns == ["run_id", "verdict", "reason", "counted", "met", "nulls", "failed_required", "groups",
-                           "evaluators"]
+                           "evaluators", "excluded", "case_runs", "case_runs_counted"]
     assert dict(got.select("run_id", "verdict").iter_rows()) == {"r1": "pass", "r2": "fail", "r3": "error",
                                                                  "r4": "error"}
     assert got.filter(pl.col("run_id") == "r4")["reason"][0].startswith("required key no_raw_liquid has no result")

@@ -21,7 +21,7 @@ EVALUATOR = "assay:tool"
 NO_TOOL_CALLS = "the case run recorded no tool calls"
 
 
-def _argument_matches(key: str, expected: str | int | float | bool) -> pl.Expr:
+def argument_matches(key: str, expected: str | int | float | bool) -> pl.Expr:
     """A JSON-typed test on one call's arguments: top-level ``key`` holds a value equal to ``expected``.
 
     JSONPath filters compare typed (``"1"`` is not ``1``; ``1`` is ``1.0``); strings are compared by
@@ -43,7 +43,7 @@ def _matching_calls(evidence: Evidence, rows: pl.Series, p: ToolCalled) -> pl.Se
         calls = calls.filter(pl.col("name") == p.tool)
         for key, expected in (p.arguments or {}).items():  # eager, one filter at a time: JSON is parsed only
             # for calls that passed the earlier filters (a lazy plan would fuse them into one predicate)
-            calls = calls.filter(_argument_matches(key, expected).fill_null(False))
+            calls = calls.filter(argument_matches(key, expected).fill_null(False))
         return calls
 
     return evidence.count_calls(rows, matching)

@@ -1,0 +1,315 @@
+"""The bodies of the documents about upkeep and the demo: ``assay.reap``, ``assay.collect``,
+``assay.lake.migrate``, ``assay.lake.compact``, ``assay.lake.vacuum``, ``assay.judge-agreement`` and
+``assay.demo``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .document_catalog import LoadDoc, PlanDoc
+from .document_runs import Body, Judged, RescoreDoc, RunDetails, VerdictRow
+
+
+class ReapDoc(Body):
+    """``assay reap``: run ids by what happened to them."""
+
+    deadline_passed: list[str]
+    """Timed out: the deadline passed."""
+    lease_expired: list[str]
+    """Timed out: the lease expired."""
+    never_started: list[str]
+    """Timed out: never started."""
+    finalised_released: list[str]
+    """Left released: judged and finalised."""
+    scratch_deleted: list[str]
+    """Vendor objects left by dead runs, deleted."""
+    scratch_failed: list[str]
+    """Those that could not be deleted."""
+
+
+class CollectDoc(Body):
+    """``assay collect``: one pass over asynchronous runs, by run id."""
+
+    outstanding: int
+    """Runs outstanding at the start."""
+    waiting: list[str]
+    """Polled; the vendor is still working."""
+    collected: list[str]
+    """Results stored, run released."""
+    finalised: list[str]
+    """Judged and finalised."""
+    timed_out: list[str]
+    """Past their deadline."""
+    failed: dict[str, str]
+    """Run -> the error that ended it."""
+    retry: dict[str, str]
+    """Run -> the transient failure left for the next pass."""
+    late_reports: int
+    """Reports that came after their run was final."""
+    late_runs: list[str]
+    """Their runs."""
+    warnings: list[str]
+    """Anything worth a look."""
+    lease_renewals: int
+    """Leases renewed while collecting."""
+
+
+class MigratedTable(Body):
+    """What migrating one lake table did."""
+
+    files: int
+    """Files listed in the manifest."""
+    rewritten: int
+    """Files rewritten to drop duplicate rows."""
+    duplicates_dropped: int
+    """Duplicate rows dropped."""
+
+
+class LakeMigrateDoc(Body):
+    """``assay lake migrate``."""
+
+    tables: dict[str, MigratedTable]
+    """Per table; empty when the manifest already listed the lake."""
+
+
+class LakeCompactDoc(Body):
+    """``assay lake compact``."""
+
+    partitions: int
+    """Partitions compacted."""
+    refused: int
+    """Partitions a concurrent compaction swapped first."""
+    files_in: int
+    """Files retired."""
+    files_out: int
+    """Files written."""
+    rows: int
+    """Rows they hold."""
+    bytes_in: int
+    """Bytes retired."""
+    bytes_out: int
+    """Bytes written."""
+
+
+class LakeVacuumDoc(Body):
+    """``assay lake vacuum``: files deleted."""
+
+    retired: int
+    """Superseded files past the grace period."""
+    unnamed: int
+    """Files no manifest entry names, past the grace period."""
+
+
+class LabelledVerdict(Body):
+    """The judge's verdict on one labelled item."""
+
+    id: str
+    """The item's id."""
+    expected: Literal["pass", "fail"]
+    """The person's label."""
+    verdict: Literal["pass", "fail"] | None
+    """The judge's verdict; null: undetermined."""
+    reason: str | None
+    """The judge's reason."""
+
+
+class JudgeAgreementDoc(Body):
+    """``assay judge-agreement``: the judge measured against a labelled set."""
+
+    agreement_id: str
+    """The stored measurement's id."""
+    judge_model: str
+    """The judge's model."""
+    prompt_version: int
+    """The judge prompt's version."""
+    labels: str
+    """The labelled set's file."""
+    labels_sha256: str
+    """The sha256 of its bytes."""
+    items: int
+    """Labelled items in all."""
+    undetermined: int
+    """Items the judge gave no verdict on (counted in neither figure)."""
+    both_pass: int
+    """Labelled pass, judged pass."""
+    label_pass_judge_fail: int
+    """Labelled pass, judged fail."""
+    label_fail_judge_pass: int
+    """Labelled fail, judged pass."""
+    both_fail: int
+    """Labelled fail, judged fail."""
+    agreement: float | None
+    """Share of decided items where judge and label agree."""
+    kappa: float | None
+    """Cohen's kappa over the decided items."""
+    judge_calls: int
+    """Requests sent, retries included."""
+    judge_cached: int
+    """Items served from the judge cache."""
+    judge_asked: int
+    """Distinct questions sent."""
+    judge_tokens_in: int
+    """Tokens sent."""
+    judge_tokens_out: int
+    """Tokens received."""
+    judge_cost_usd: float | None
+    """What the requests cost, when priced."""
+    disagreements: list[LabelledVerdict]
+    """Items where judge and label disagree."""
+    undetermined_items: list[LabelledVerdict]
+    """Items with no verdict."""
+
+
+class StoredCaseRuns(Body):
+    """Case runs stored, grouped."""
+
+    team_id: str
+    """The team."""
+    runner: str
+    """The runner."""
+    case_key: str
+    """The case."""
+    status: str
+    """executed or error."""
+    case_runs: int
+    """How many."""
+    cost_usd: float
+    """Their cost."""
+    turns: int
+    """Transcript turns."""
+    tool_calls: int
+    """Tool calls."""
+
+
+class StoredEvaluations(Body):
+    """Runner evaluations stored, grouped."""
+
+    evaluator: str
+    """The vendor's evaluator."""
+    verdict: str
+    """Its verdict, or ``score``."""
+    n: int
+    """How many."""
+
+
+class Stored(Body):
+    """What the lake holds for the demo's runs."""
+
+    case_runs: list[StoredCaseRuns]
+    """Case runs."""
+    runner_evaluations: list[StoredEvaluations]
+    """Runner evaluations."""
+    lake_files: dict[str, int]
+    """Files per table."""
+
+
+class VendorResult(Body):
+    """One assertion's result on one vendor."""
+
+    assertion_key: str
+    """The behaviour."""
+    runner: str
+    """The vendor's runner."""
+    met: bool | None
+    """Met, not met, undetermined."""
+    evaluator: str
+    """Who evaluated it."""
+    reason: str | None
+    """Why."""
+
+
+class Disagreement(Body):
+    """Our judge and the vendor's own evaluator disagree on a behaviour."""
+
+    case_key: str
+    """The case."""
+    assertion_key: str
+    """Our behaviour."""
+    ours: bool | None
+    """Our result."""
+    our_evaluator: str
+    """Our evaluator."""
+    theirs_name: str
+    """The vendor's criterion."""
+    theirs: bool | None
+    """The vendor's result."""
+    their_evaluator: str
+    """The vendor's evaluator."""
+    rationale: str | None
+    """The vendor's rationale."""
+
+
+class Vendors(Body):
+    """One situation run on every vendor."""
+
+    runs: dict[str, str]
+    """Runner -> run id."""
+    collected: list[str]
+    """Asynchronous runs collected."""
+    rows: list[VendorResult]
+    """Results side by side."""
+    disagreements: list[Disagreement]
+    """Where our judge and a vendor's evaluator disagree."""
+    verdicts: list[VerdictRow]
+    """The vendor runs' verdicts."""
+
+
+class DemoDoc(Body):
+    """``assay demo``: every step's document."""
+
+    loaded: LoadDoc
+    """The demo bundle loaded."""
+    runs: list[RunDetails]
+    """Both suites run."""
+    stored: Stored
+    """What the lake holds."""
+    verdicts: list[VerdictRow]
+    """Each consumer's verdict."""
+    plan: PlanDoc
+    """The revised bundle's plan."""
+    reloaded: LoadDoc
+    """The revised bundle loaded."""
+    rejudged: Judged
+    """The re-judge."""
+    rescored: RescoreDoc
+    """The re-score."""
+    verdicts_after: list[VerdictRow]
+    """Verdicts after both."""
+    rerun: RunDetails
+    """The suite re-run."""
+    vendors: Vendors
+    """One situation on every vendor."""
+
+
+class BenchResult(Body):
+    """One benchmark's measurement."""
+
+    name: str
+    """``area.measure``."""
+    value: float
+    """What was measured."""
+    unit: str
+    """Its unit."""
+    baseline: float | None
+    """What it is compared with, when anything."""
+    ratio: float | None
+    """value / baseline (or the other way, as the target reads)."""
+    target: str
+    """The target, as a person reads it."""
+    met: bool
+    """Whether the target is met."""
+    note: str
+    """How it was measured."""
+    measured_at: str | None
+    """When."""
+
+
+class BenchDoc(Body):
+    """``bench/results.json``, written by ``make bench``."""
+
+    machine: str
+    """Cores, memory, platform, Python."""
+    generated_at: str
+    """When the file was written."""
+    results: list[BenchResult]
+    """Every benchmark's measurement."""

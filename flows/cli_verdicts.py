@@ -1,0 +1,99 @@
+"""``assay run`` and ``assay verdicts``: the commands that end in consumers' verdicts, and so can gate a CI job.
+
+``--gate CONSUMER`` makes the exit code the gated consumers' verdict code (:mod:`assay.core.exit_codes`);
+``--junit PATH`` writes the same verdicts as a JUnit XML report (:mod:`.gates`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")]
+GateOpt = Annotated[list[str] | None, typer.Option(
+    "--gate", metavar="CONSUMER",
+    help="Exit with this consumer's verdict (repeatable; the most severe wins): 0 pass, 80 fail, "
+         "82 error or no verdict possible. A consumer with no criteria here is an error (exit 1).")]
+JunitOpt = Annotated[str | None, typer.Option(
+    "--junit", metavar="PATH", help="Also write the verdicts as a JUnit XML report: a test case per case and consumer.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("verdicts")(verdicts)
+
+
+def _without_cases(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "cases"} for r in rows]
+
+
+def run(
+    suite: Annotated[str, typer.Argument(help="The suite: TEAM/SUITE, or SUITE when unambiguous.")],
+    runner: Annotated[str | None, typer.Option(help="Runner name; default: the one for the suite's target.")] = None,
+    deadline: Annotated[float | None, typer.Option(help="Minutes after which the run is not worth waiting for.")] = None,
+    gate: GateOpt = None,
+    junit: JunitOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a suite through a runner, store what it produced as evidence, and show each consumer's verdict.
+
+    Exits 0 when the run completed, 82 when it ended error or timed out; with --gate, by the verdicts.
+    """
+    from . import cli
+    from .gates import check_suite_gates, run_code, write_junit
+    from .judging import verdicts_for
+    from .render import run_with_progress
+
+    gates = list(dict.fromkeys(gate or []))
+    if gates:  # before the run: a gate that can never be met must not cost a run
+        check_suite_gates(cli._workspace(), suite, gates)
+    result = run_with_progress(cli._console(), suite, runner, deadline, quiet=as_json)
+    ws = cli._workspace()
+    rows = verdicts_for(ws, [result["run"]["run_id"]], cases=junit is not None)
+    if junit is not None:
+        write_junit(ws, junit, rows)
+    if not cli._emit("assay.run", {**result, "verdicts": _without_cases(rows)}, as_json):
+        from .render import print_run, print_verdicts
+
+        print_run(cli._console(), result["run"])
+        print_verdicts(cli._console(), _without_cases(rows))
+    raise typer.Exit(run_code(result["run"]["status"], rows, gates))
+
+
+def verdicts(
+    run_id: Annotated[str | None, typer.Argument(help="A run (or use --suite).")] = None,
+    suite: Annotated[str | None, typer.Option(help="Every finalised run of this suite.")] = None,
+    cases: Annotated[bool, typer.Option(help="Add the per-case breakdown.")] = False,
+    consumer: Annotated[list[str] | None, typer.Option(
+        metavar="CONSUMER", help="Only this consumer's verdicts (repeatable).")] = None,
+    gate: GateOpt = None,
+    junit: JunitOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Verdicts per consumer under each run's stamped criteria, next to the stamped verdict.
+
+    Exits 0; with --gate, the gated consumers' verdict code.
+    """
+    from . import cli
+    from .gates import check_consumers, gate_code, write_junit
+    from .judging import verdicts_for
+    from .selection import select_runs
+
+    ws = cli._workspace()
+    run_ids = select_runs(ws, runs=[run_id] if run_id else None, suite=suite,
+                          choose="give a RUN (`assay verdicts RUN`) or --suite TEAM/SUITE")
+    rows = verdicts_for(ws, run_ids, cases=cases or junit is not None)
+    where = f"run {run_ids[0]}" if run_id else f"the {len(run_ids)} finalised run(s) of suite {suite}"
+    code = gate_code(rows, list(dict.fromkeys(gate)), where) if gate else 0
+    if consumer:
+        check_consumers("--consumer", consumer, (r["consumer"] for r in rows), where)
+        rows = [r for r in rows if r["consumer"] in consumer]
+    if junit is not None:
+        write_junit(ws, junit, rows)
+    rows = rows if cases else _without_cases(rows)
+    if not cli._emit("assay.verdicts", {"verdicts": rows}, as_json):
+        from .render import print_verdicts
+
+        print_verdicts(cli._console(), rows)
+    raise typer.Exit(code)
