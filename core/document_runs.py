@@ -276,7 +276,24 @@ class VerdictsDoc(Body):
     """Per run and consumer, ordered by run id then consumer."""
 
 
-class Judged(Body):
+class JudgeSpend(Body):
+    """What asking our judge cost."""
+
+    judge_calls: int
+    """Requests sent to our judge, retries included."""
+    judge_cached: int
+    """Rubric results served from the judge cache."""
+    judge_asked: int
+    """Distinct questions sent to the judge."""
+    judge_tokens_in: int
+    """Tokens sent."""
+    judge_tokens_out: int
+    """Tokens received."""
+    judge_cost_usd: float | None
+    """What the requests cost, when the judge says."""
+
+
+class Judged(JudgeSpend):
     """What a judging pass did."""
 
     runs: int
@@ -291,18 +308,6 @@ class Judged(Body):
     """Results carried forward unchanged."""
     unjudged: int
     """Pairs left out by the choice of keys or new versions."""
-    judge_calls: int
-    """Requests sent to our judge, retries included."""
-    judge_cached: int
-    """Rubric results served from the judge cache."""
-    judge_asked: int
-    """Distinct questions sent to the judge."""
-    judge_tokens_in: int
-    """Tokens sent."""
-    judge_tokens_out: int
-    """Tokens received."""
-    judge_cost_usd: float | None
-    """What the requests cost, when the judge says."""
 
 
 class JudgeDoc(Body):

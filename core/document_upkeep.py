@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 from .document_catalog import LoadDoc, PlanDoc
-from .document_runs import Body, Judged, RescoreDoc, RunDetails, VerdictRow
+from .document_runs import Body, Judged, JudgeSpend, RescoreDoc, RunDetails, VerdictRow
 
 
 class ReapDoc(Body):
@@ -113,7 +113,7 @@ class LabelledVerdict(Body):
     """The judge's reason."""
 
 
-class JudgeAgreementDoc(Body):
+class JudgeAgreementDoc(JudgeSpend):
     """``assay judge-agreement``: the judge measured against a labelled set."""
 
     agreement_id: str
@@ -142,18 +142,6 @@ class JudgeAgreementDoc(Body):
     """Share of decided items where judge and label agree."""
     kappa: float | None
     """Cohen's kappa over the decided items."""
-    judge_calls: int
-    """Requests sent, retries included."""
-    judge_cached: int
-    """Items served from the judge cache."""
-    judge_asked: int
-    """Distinct questions sent."""
-    judge_tokens_in: int
-    """Tokens sent."""
-    judge_tokens_out: int
-    """Tokens received."""
-    judge_cost_usd: float | None
-    """What the requests cost, when priced."""
     disagreements: list[LabelledVerdict]
     """Items where judge and label disagree."""
     undetermined_items: list[LabelledVerdict]
