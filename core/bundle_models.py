@@ -6,7 +6,6 @@ cannot express live in :mod:`.bundle` and :mod:`.bundle_rules`.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -27,6 +26,7 @@ from pydantic_core import PydanticCustomError
 from .criteria import CriteriaSpec
 from .ids import IDENTIFIER_RULE, content_hash, is_identifier
 from .mechanisms import MECHANISMS, validate_params
+from .names import nearest
 
 SCHEMA = "assay.bundle/v1"
 KNOWN_SCHEMAS: tuple[str, ...] = (SCHEMA,)
@@ -114,7 +114,7 @@ class AssertionDef(_Model):
     @classmethod
     def _known_mechanism(cls, value: str) -> str:
         if value not in MECHANISMS:
-            close = difflib.get_close_matches(value, MECHANISMS, n=1)
+            close = nearest(value, MECHANISMS, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ValueError(f"unknown mechanism {value!r}; {hint}valid mechanisms: {', '.join(MECHANISMS)}")
         return value

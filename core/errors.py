@@ -80,12 +80,16 @@ class GateError(AssayError, LookupError):
     """A consumer named to gate (or filter) verdicts has no criteria on the runs or suite in question."""
 
     def __init__(self, option: str, consumers: list[str], where: str, known: list[str]):
+        from .names import listed, nearest
+
         self.option, self.consumers, self.where, self.known = option, consumers, where, known
         names = ", ".join(repr(c) for c in consumers)
-        have = ", ".join(known) if known else "none"
+        close = list(dict.fromkeys(n for c in consumers for n in nearest(c, known)))
+        guess = f"; did you mean {' or '.join(close)}?" if close else ""
         super().__init__(
-            f"{option}: {names} has no criteria on {where}, so it has no verdict there; "
-            f"consumers with criteria there: {have} — name one of them, or load a bundle that gives it criteria"
+            f"{option}: {names} has no criteria on {where}, so it has no verdict there{guess}\n"
+            f"consumers with criteria there: {listed(known)}\n"
+            "name one of them, or load a bundle that gives it criteria"
         )
 
 
@@ -95,6 +99,13 @@ class AmbiguousError(AssayError, LookupError):
 
 class IncomparableError(AssayError, ValueError):
     """Two things that cannot be compared were asked to be (runs of different suites)."""
+
+
+class UnknownChoiceError(NotFoundError):
+    """A command-line argument outside its fixed set of choices (``assay ls sutes``): a malformed command
+    line, so it exits 2 like any other, with the nearest choices and the known ones."""
+
+    exit_code = ExitCode.USAGE
 
 
 class ImmutableError(AssayError, RuntimeError):

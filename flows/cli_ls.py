@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from assay.core.errors import NotFoundError
+from assay.core.errors import UnknownChoiceError
 
 KINDS = ("teams", "suites", "cases", "assertions", "criteria", "consumers")
 """What ``assay ls KIND`` lists: a reader each in :data:`assay.storage.catalog.listing.READERS`."""
@@ -19,7 +19,7 @@ def kind_named(name: str) -> str:
     """The kind ``name`` means (``suite`` is ``suites``); else an error naming the nearest and the known kinds."""
     kind = name if name in KINDS else f"{name}s" if f"{name}s" in KINDS else None
     if kind is None:
-        raise NotFoundError("kind", name, "`assay ls` alone shows an overview of them all", known=KINDS)
+        raise UnknownChoiceError("kind", name, "`assay ls` alone shows an overview of them all", known=KINDS)
     return kind
 
 

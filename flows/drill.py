@@ -12,7 +12,6 @@ Reads the lake and the catalog; writes nothing.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -119,10 +118,9 @@ def _find(ws: Workspace, ident: str, run: str | None) -> dict[str, Any]:
             + ("; ..." if hits.height > 5 else "")
             + "; pass the full case-run id, or name the run with --run RUN")
     known = [*ids["case_run_id"].to_list(), *ids["call_id"].drop_nulls().unique().to_list()]
-    close = difflib.get_close_matches(ident, known, n=3, cutoff=0.6)
-    guess = f"did you mean {', '.join(map(repr, close))}? " if close else ""
-    raise NotFoundError("case run", ident, f"{guess}give a case-run id (or a unique prefix of 6+ characters) or a "
-                                           f"call id{where_said}; `assay verdicts RUN --cases` lists both")
+    raise NotFoundError("case run", ident, f"give a case-run id (or a unique prefix of 6+ characters) or a call id"
+                                           f"{where_said}; `assay verdicts RUN --cases` lists both",
+                        known=known, known_as=f"case runs and calls{where_said}")
 
 
 def _params(ws: Workspace, assertion_ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -106,7 +106,8 @@ def live_count(
             overflow="fold", min_width=max(1, min(len(description), console.width - 40)))),
         BarColumn(bar_width=None, table_column=Column(ratio=1)), CountColumn(table_column=Column(no_wrap=True)),
         TimeElapsedColumn(table_column=Column(no_wrap=True)),
-        console=console, transient=True, expand=True, disable=quiet or _mode["quiet"],
+        console=console, transient=True, expand=True,
+        disable=quiet or _mode["quiet"] or not console.is_terminal,  # a pipe gets no bar, nor a stray blank line
         **({"get_time": get_time} if get_time else {}),
     )
     with libraries_held_back(), progress:

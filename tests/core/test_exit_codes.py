@@ -34,3 +34,5 @@ def test_a_gate_error_names_the_consumer_and_those_that_have_criteria() -> None:
     assert str(err).startswith("--gate: 'nobody' has no criteria on suite acme/main")
     assert "consumers with criteria there: blueprint_ci, publish_gate" in str(err)
     assert isinstance(err, LookupError)
+    typo = GateError("--gate", ["publish-gate"], "suite acme/main", ["blueprint_ci", "publish_gate"])
+    assert "has no verdict there; did you mean publish_gate?" in str(typo)

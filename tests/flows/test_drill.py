@@ -109,7 +109,7 @@ def test_show_of_a_call_replayed_in_two_runs_asks_which(ws: dict[str, Any]) -> N
 
 def test_show_of_an_unknown_id_suggests_what_exists(ws: dict[str, Any]) -> None:
     proc = assay("show", "call-nh-0110", home=ws["home"], check=1)
-    assert proc.stderr.startswith("error: no case run 'call-nh-0110'; did you mean 'call-nh-01")
+    assert proc.stderr.startswith("error: no case run 'call-nh-0110'; did you mean call-nh-01")
     assert "`assay verdicts RUN --cases` lists both" in proc.stderr
     assert "Traceback" not in proc.stderr
 
