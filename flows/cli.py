@@ -220,15 +220,18 @@ def rescore(
     as_json: JsonOpt = False,
 ) -> None:
     """Apply a criteria to stored history: per-run verdicts and the runs that flip. A query."""
-    from .rescoring import rescore as do_rescore
     from .selection import read_spec
 
     candidate = read_spec(spec) if spec else None
-    result = do_rescore(_workspace(), suite, consumer, version=version, spec=candidate, materialise=materialise)
-    if not _emit("assay.rescore", result, as_json):
-        from .render import print_rescore
+    options = {"version": version, "spec": candidate, "materialise": materialise}
+    if as_json:  # the lean path: no progress bar, nothing rich imported
+        from .rescoring import rescore as do_rescore
 
-        print_rescore(_console(), result)
+        _emit("assay.rescore", do_rescore(_workspace(), suite, consumer, **options), as_json)
+        return
+    from .render import print_rescore, rescore_with_progress
+
+    print_rescore(_console(), rescore_with_progress(_console(), _workspace(), suite, consumer, **options))
 
 
 @app.command()

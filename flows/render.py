@@ -40,6 +40,19 @@ def judge_with_progress(console: Console, ws: Any, run_ids: list[str], *, quiet:
         return judge_runs(ws, run_ids, progress=count.update, **options)
 
 
+def rescore_with_progress(console: Console, ws: Any, suite: str, consumer: str, **options: Any) -> dict[str, Any]:
+    """:func:`~assay.flows.rescoring.rescore` with a live count of the runs; the result gains ``seconds``."""
+    from time import perf_counter
+
+    from .progress import live_count
+    from .rescoring import rescore
+
+    start = perf_counter()
+    with live_count(console, f"re-scoring {suite}", unit="runs") as count:
+        result = rescore(ws, suite, consumer, progress=count.update, **options)
+    return {**result, "seconds": perf_counter() - start}
+
+
 def print_load(console: Console, path: str, summary: dict[str, Any]) -> None:
     counts = summary.get("counts", {})
     columns = sorted({k for c in counts.values() for k in c})
@@ -212,6 +225,9 @@ def print_rescore(console: Console, r: dict[str, Any]) -> None:
         stamped = f"{_verdict(row['stamped'])} (v{row['stamped_version']})" if row["stamped_version"] else "-"
         table.add_row(short[row["run_id"]], stamped, _verdict(row["verdict"]), row["reason"])
     console.print(table)
+    if r.get("seconds"):
+        n = len(r["runs"])
+        console.print(f"{n} run(s) re-scored in {r['seconds']:.2f} s ({n / r['seconds']:,.0f} runs/s)", style="dim")
     console.print(f"{len(r['flips'])} run(s) flip against their stamped verdict")
     for f in r["flips"]:
         console.print(f"  {short.get(f['run_id'], f['run_id'])}: {_verdict(f['stamped'])} -> "

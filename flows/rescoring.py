@@ -10,7 +10,7 @@ only what a query needs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import polars as pl
@@ -78,12 +78,14 @@ def rescore(
     spec: CriteriaSpec | None = None,
     run_ids: Sequence[str] | None = None,
     materialise: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Apply a criteria version (or a candidate spec) to the suite's judged history.
 
     Reports every run's verdict under it and which runs flip against their stamped verdict for this
     consumer. It writes nothing unless ``materialise``, which appends the verdicts to the lake's
-    ``verdicts`` table.
+    ``verdicts`` table. ``progress(scored, total)`` hears of the runs: none once they are listed, all
+    once scored (one query: there is nothing in between to tell).
     """
     with ws.engine.connect() as conn:
         s = find_suite(conn, suite)
@@ -96,6 +98,8 @@ def rescore(
         resolve(consumer, spec, keys)
         rows = finalised_runs(conn, s.suite_id, run_ids)
         stamped = stamped_verdicts(conn, s.suite_id, consumer)
+    if progress is not None:
+        progress(0, len(rows))
     runs = pl.DataFrame({"run_id": [r.run_id for r in rows], "created_at": [r.created_at for r in rows]},
                         schema={"run_id": pl.String, "created_at": pl.Datetime("us", "UTC")})
     stamps = pl.DataFrame({"run_id": list(stamped), "stamped": [v[0] for v in stamped.values()],
@@ -107,6 +111,8 @@ def rescore(
              .join(stamps, on="run_id", how="left")
              .join(runs, on="run_id", how="left")
              .sort("run_id"))
+    if progress is not None:
+        progress(len(rows), len(rows))
     flipped = flips(verdicts, table.select("run_id", "stamped").drop_nulls()) if stamps.height else pl.DataFrame()
     judged = verdicts.filter(pl.col("verdict").is_not_null())
     if materialise and judged.height:

@@ -8,6 +8,7 @@ prose after it promises is then done as a user would: edit the bundle, plan, loa
 
 from __future__ import annotations
 
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -55,6 +56,16 @@ def test_the_new_user_path_runs_as_written(walked) -> None:
     # the what-if: tolerating the hang-up turns error into the real failure
     what_if = said(done, "rescore").replace("\n", " ")
     assert "candidate" in what_if and "1 run(s) flip" in what_if and "error -> fail" in what_if
+    assert re.search(r"1 run\(s\) re-scored in \d+\.\d\d s \([\d,]+ runs/s\)", what_if), what_if  # a total and a rate
+
+
+def test_the_candidate_criteria_shown_is_the_example_file() -> None:
+    """The README's `--spec` example is the file the walk re-scores with (comments aside)."""
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("**A candidate criteria (`--spec FILE`).**"):]
+    shown = block[block.index("```yaml\n") + 8:block.index("\n```", block.index("```yaml"))]
+    example = ROOT / "examples" / "brightwire" / "ci-gate-tolerant.yaml"
+    assert yaml.safe_load(shown) == yaml.safe_load(example.read_text())
 
 
 def test_adopting_the_criteria_makes_the_gate_fail_on_the_real_failure(walked) -> None:
