@@ -49,7 +49,7 @@ class _QuotingJudge:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def ask_many(self, questions: list[tuple[str, str]]) -> list[Judgement]:
+    def ask_many(self, questions: list[tuple[str, str]], on_answer=None) -> list[Judgement]:
         return [Judgement(True, f"The agent read out {KEY} to the caller.", 10, 5, None) for _ in questions]
 
 
