@@ -30,8 +30,8 @@ def connect(settings: "Settings | None" = None) -> "duckdb.DuckDBPyConnection":
     (``runs``, ``run_criteria``, ``suites``, ``cases``, ``assertions``, ``criteria``, ``consumers``,
     ``teams``) and the derived views ``latest_outcomes``, ``current_results`` and ``verdicts_now``;
     every relation and column is listed in ``docs/reference/query.md``. Everything is read when it is
-    called: connect again to see later runs. Opening the workspace is the only side effect (it migrates
-    the catalog to the newest schema, as every ``assay`` command does); a missing ``ASSAY_HOME`` is an error.
+    called: connect again to see later runs. It writes nothing; a missing ``ASSAY_HOME``, or a catalog
+    behind this Assay's schema (``assay init`` upgrades it), is an error.
     """
     from assay.flows.workspace import open_workspace
     from assay.storage.query import connect as connect_lake

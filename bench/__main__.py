@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import collect, faults, ingest, judge, judging, lake, leases, secrets
+from . import cli, collect, faults, ingest, judge, judging, lake, leases, secrets
 from .common import Result, machine
 
-BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake]
-
-
-def cli_help() -> list[Result]:
-    """Wall time of `assay --help` in a fresh interpreter (imports no heavy library)."""
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "assay.flows.cli", "--help"], check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    value = sorted(times)[len(times) // 2]
-    return [Result("cli.help_seconds", round(value, 3), "s", None, None, "well under 1 s", value < 0.5,
-                   "median of 5 fresh interpreters")]
+BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, cli]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,8 +29,6 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"running {name} ...", flush=True)
         results.extend(bench.run())
-    if not names:
-        results.extend(cli_help())
     out = Path(__file__).parent / "results.json"
     fresh = [{**r.to_dict(), "measured_at": now} for r in results]
     kept = []

@@ -82,7 +82,7 @@ def _measure(work, url: str) -> list[Result]:
     os.environ.update(env)
     (work / "config.json").write_text(json.dumps({"name": "voice", "prompt": "Deployed."}))
     (work / "bundle.json").write_text(json.dumps(_bundle()))
-    ws = Workspace(Settings(home=work / "home", collect_concurrency=CONCURRENCY))
+    ws = Workspace(Settings(home=work / "home", collect_concurrency=CONCURRENCY), upgrade=True)
     ops.load(ws, str(work / "bundle.json"))
 
     submitter = HammingRunner()

@@ -69,7 +69,7 @@ def run() -> list[Result]:
         }],
     }
     (work / "bundle.yaml").write_text(yaml.safe_dump(bundle))
-    ws = Workspace(Settings(home=work / "home"))
+    ws = Workspace(Settings(home=work / "home"), upgrade=True)
     ops.load(ws, str(work / "bundle.yaml"))
     avg_bytes = calls.stat().st_size / CALLS
 

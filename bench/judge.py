@@ -55,7 +55,7 @@ def _with_judge(home, url: str, model: str, concurrency: int):
     from assay.flows.workspace import Workspace
 
     return Workspace(Settings(home=home, judge_base_url=url, judge_model=model, judge_api_key=KEY,
-                              judge_concurrency=concurrency))
+                              judge_concurrency=concurrency), upgrade=True)
 
 
 def _timed_pass(home, url: str, model: str, concurrency: int, run_id: str) -> tuple[float, dict]:

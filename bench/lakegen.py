@@ -137,7 +137,7 @@ def build(home: Path, runs: int, runs_per_pass: int = 10, seed: int = 7,
 
     home.mkdir(parents=True, exist_ok=True)
     os.environ["ASSAY_HOME"] = str(home)
-    ws = open_workspace(Settings(home=home))
+    ws = open_workspace(Settings(home=home), create=True)
     load_bundle(ws.engine, _bundle(home))
     rng = random.Random(seed)
     frame = _runs(ws, runs, case_runs_per_run)

@@ -28,7 +28,7 @@ def run() -> list[Result]:
         }],
     }
     (work / "bundle.json").write_text(json.dumps(bundle))
-    ws = Workspace(Settings(home=work / "home"))
+    ws = Workspace(Settings(home=work / "home"), upgrade=True)
     ops.load(ws, str(work / "bundle.json"))
     run_id = ops.start_run(ws, "bench-team/s").run_id
     ledger = ws.ledger

@@ -13,7 +13,7 @@ Stability = Literal["experimental", "stable", "deprecated"]
 _COMMANDS = (
     "run", "runs", "load", "init", "demo", "reap", "bench", "judge", "rejudge", "rescore", "verdicts", "plan",
     "lake.migrate", "lake.vacuum", "lake.compact", "collect", "judge-agreement",
-    "ls", "show", "diff",
+    "ls", "show", "diff", "server.start", "server.stop", "server.status",
 )
 
 _REVISIONS = {"run": 2, "bench": 2, "verdicts": 2, "judge": 2, "rescore": 2}

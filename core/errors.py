@@ -191,3 +191,7 @@ class ConcurrentWriteError(AssayError, RuntimeError):
     """Another writer changed the same lake state first (a judging pass, a compaction); nothing was written."""
 
     transient = True
+
+
+class ServerError(AssayError, RuntimeError):
+    """The workspace's Prefect server (``assay server``) could not be started or reached."""

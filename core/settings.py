@@ -113,6 +113,10 @@ class Settings(BaseSettings):
     """How deeply lists and mappings may nest in a bundle, a config or a call-set line (``ASSAY_MAX_NESTING``);
     deeper input is refused by name rather than exhausting the parser's stack."""
 
+    server_start_timeout_seconds: float = Field(default=120.0, gt=0)
+    """How long ``assay server start`` waits for the workspace's Prefect server to answer
+    (``ASSAY_SERVER_START_TIMEOUT_SECONDS``); a loaded machine needs far more than Prefect's own 20 s."""
+
     @field_validator("home", mode="before")
     @classmethod
     def _home_not_empty(cls, value: object) -> object:

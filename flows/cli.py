@@ -79,9 +79,10 @@ def _workspace(create: bool = False):
 
 @app.command()
 def init(as_json: JsonOpt = False) -> None:
-    """Create ASSAY_HOME: the catalog (migrated to the newest schema) and the lake."""
+    """Create ASSAY_HOME: the catalog (migrated to the newest schema) and the lake. On an existing
+    workspace, upgrade its catalog (safe to repeat: it keeps every run)."""
     ws = _workspace(create=True)
-    with ws.engine.connect():  # opening the catalog migrates it to the newest schema
+    with ws.engine.connect():  # opening the catalog with create migrates it to the newest schema
         pass
     ws.lake.check_layout(creating=True)
     from assay.core.redact import mask_url
@@ -145,9 +146,9 @@ def runs_show(
 def reap(as_json: JsonOpt = False) -> None:
     """Resolve runs whose lease expired, deadline passed or that never started to timed_out; finalise
     runs left released."""
-    from . import operations as ops
+    from . import orchestration
 
-    result = ops.reap(_workspace())
+    result = orchestration.reap()
     if not _emit("assay.reap", result, as_json):
         timed_out = {k: v for k, v in result.items() if not k.startswith("scratch_") and k != "finalised_released"}
         n = sum(map(len, timed_out.values()))
@@ -169,17 +170,18 @@ def judge(
     """Judge a run's stored evidence again; its stamped verdicts never change."""
     from assay.storage.catalog.runs import get_run
 
-    from .judging import verdicts_for
-    from .render import judge_with_progress
+    from . import orchestration
 
     ws = _workspace()
-    run = get_run(ws.engine, run_id)
-    judged = judge_with_progress(_console(), ws, [run.run_id], quiet=as_json, trigger="judge", force=force)
-    body = {"judged": judged, "verdicts": verdicts_for(ws, [run.run_id])}
+    try:
+        run = get_run(ws.engine, run_id)
+    finally:
+        ws.close()
+    body = orchestration.watched(_console(), "judging", "case runs", as_json, orchestration.judge, run.run_id, force)
     if not _emit("assay.judge", body, as_json):
         from .render import print_judged, print_verdicts
 
-        print_judged(_console(), judged)
+        print_judged(_console(), body["judged"])
         print_verdicts(_console(), body["verdicts"])
 
 
@@ -196,14 +198,17 @@ def rejudge(
     as_json: JsonOpt = False,
 ) -> None:
     """Write new outcomes over stored evidence for chosen runs. Calls the judge, never a runner."""
-    from .render import judge_with_progress
+    from . import orchestration
     from .selection import select_runs
 
     ws = _workspace()
-    run_ids = select_runs(ws, runs=run, suite=suite, team=team, since=since, until=until,
-                          choose="give --run RUN (repeatable), --suite TEAM/SUITE or --team TEAM")
-    judged = judge_with_progress(_console(), ws, run_ids, quiet=as_json, trigger="rejudge", keys=key,
-                                 new_versions_only=new_versions, force=force)
+    try:
+        run_ids = select_runs(ws, runs=run, suite=suite, team=team, since=since, until=until,
+                              choose="give --run RUN (repeatable), --suite TEAM/SUITE or --team TEAM")
+    finally:
+        ws.close()
+    judged = orchestration.watched(_console(), "judging", "case runs", as_json, orchestration.rejudge, run_ids,
+                                   keys=key, new_versions_only=new_versions, force=force)
     if not _emit("assay.rejudge", judged, as_json):
         from .render import print_judged
 
@@ -223,7 +228,10 @@ def rescore(
     from .selection import read_spec
 
     candidate = read_spec(spec) if spec else None
-    options = {"version": version, "spec": candidate, "materialise": materialise}
+    if materialise:  # it writes to the lake: a flow (a plain re-score stays a query, without Prefect)
+        _rescore_materialise(suite, consumer, version, candidate, as_json)
+        return
+    options = {"version": version, "spec": candidate}
     if as_json:  # the lean path: no progress bar, nothing rich imported
         from .rescoring import rescore as do_rescore
 
@@ -232,6 +240,17 @@ def rescore(
     from .render import print_rescore, rescore_with_progress
 
     print_rescore(_console(), rescore_with_progress(_console(), _workspace(), suite, consumer, **options))
+
+
+def _rescore_materialise(suite: str, consumer: str, version: int | None, candidate: Any, as_json: bool) -> None:
+    from . import orchestration
+
+    result = orchestration.watched(_console(), f"re-scoring {suite}", "runs", as_json, orchestration.rescore_materialise,
+                                   suite, consumer, version, candidate.model_dump() if candidate else None)
+    if not _emit("assay.rescore", result, as_json):
+        from .render import print_rescore
+
+        print_rescore(_console(), result)
 
 
 @app.command()
@@ -345,9 +364,9 @@ def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
 
 
 # Commands kept in modules of their own; each registers itself on the app.
-from . import cli_collect, cli_drill, cli_judge, cli_lake, cli_ls, cli_vendors, cli_verdicts  # noqa: E402
+from . import cli_collect, cli_drill, cli_judge, cli_lake, cli_ls, cli_server, cli_vendors, cli_verdicts  # noqa: E402
 
-for _module in (cli_collect, cli_drill, cli_judge, cli_lake, cli_ls, cli_vendors, cli_verdicts):
+for _module in (cli_collect, cli_drill, cli_judge, cli_lake, cli_ls, cli_server, cli_vendors, cli_verdicts):
     _module.register(app)
 
 if __name__ == "__main__":

@@ -22,10 +22,9 @@ def collect(
     as_json: Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")] = False,
 ) -> None:
     """Poll outstanding asynchronous runs: store, judge and finalise what finished; time out what is past its deadline."""
-    from . import cli
-    from .collect import collect_outstanding
+    from . import cli, orchestration
 
-    result = collect_outstanding(cli._workspace(), concurrency).to_dict()
+    result = orchestration.collect(concurrency)
     if cli._emit("assay.collect", result, as_json):
         return
     console = cli._console()

@@ -1,4 +1,5 @@
-"""``assay lake migrate|compact|vacuum``: keeping the evidence lake tidy (see the README's lake section)."""
+"""``assay lake migrate|compact|vacuum``: keeping the evidence lake tidy (see the README's lake section);
+each calls its flow (:mod:`.upkeep_flows`)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ def register(app: typer.Typer) -> None:
 def lake_migrate(as_json: JsonOpt = False) -> None:
     """List a lake written by an earlier Assay in the catalog's manifest, de-duplicating once."""
     from . import cli
-    from .operations import migrate_lake
+    from .orchestration import migrate_lake
 
-    result = migrate_lake(cli._workspace())
+    result = migrate_lake()
     if not cli._emit("assay.lake.migrate", {"tables": result}, as_json):
         if not result:
             cli._console().print("the lake is listed by the manifest already: nothing to do")
@@ -38,9 +39,9 @@ def lake_compact(
 ) -> None:
     """Rewrite each partition's small files into larger ones, sorted for re-scoring (old files go at vacuum)."""
     from . import cli
-    from .operations import compact
+    from .orchestration import compact
 
-    result = compact(cli._workspace(), table, team)
+    result = compact(table, team)
     if not cli._emit("assay.lake.compact", result, as_json):
         cli._console().print(f"compacted {result['partitions']} partition(s): {result['files_in']} file(s) -> "
                          f"{result['files_out']}, {result['rows']} row(s)"
@@ -51,8 +52,8 @@ def lake_compact(
 def lake_vacuum(as_json: JsonOpt = False) -> None:
     """Delete lake files nobody reads (unlisted, or superseded) once past the grace period."""
     from . import cli
-    from .operations import vacuum
+    from .orchestration import vacuum
 
-    result = vacuum(cli._workspace())
+    result = vacuum()
     if not cli._emit("assay.lake.vacuum", result, as_json):
         cli._console().print(f"deleted {result['unnamed']} unlisted and {result['retired']} retired file(s)")

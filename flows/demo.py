@@ -132,7 +132,7 @@ def _fresh_workspace(reset: bool):
         (home / name).unlink(missing_ok=True)
     for name in ("lake", "demo"):
         shutil.rmtree(home / name, ignore_errors=True)
-    return open_workspace(ws.settings)
+    return open_workspace(ws.settings, create=True)  # a new, empty catalog: migrated, as `assay init` would
 
 
 REVISIONS = (

@@ -78,11 +78,14 @@ def execute_run(
     )
 
 
-def judge_run(ws: Workspace, run_id: str, trigger: str = "run") -> dict[str, Any]:
+def judge_run(
+    ws: Workspace, run_id: str, trigger: str = "run", *, force: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> dict[str, Any]:
     """Judge the run's evidence (a new outcome per case run), then read each consumer's verdict."""
     from .judging import judge_runs, verdicts_for
 
-    judged = judge_runs(ws, [run_id], trigger=trigger)
+    judged = judge_runs(ws, [run_id], trigger=trigger, force=force, progress=progress)
     return {"judged": judged, "verdicts": verdicts_for(ws, [run_id])}
 
 

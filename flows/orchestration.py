@@ -1,69 +1,60 @@
-"""Prefect flows: thin wiring over :mod:`assay.flows.operations`.
+"""Prefect flows: thin wiring over the plain functions (:mod:`assay.flows.operations`, judging,
+re-scoring, collecting). Every job the command line does is one of these flows.
 
-Only tasks that talk to a store retry, and only on errors whose class says retrying can help
-(``AssayError.transient``) or on a database that is momentarily unavailable. The runner's own
-execution is not retried: a report is idempotent, but a vendor call is not ours to repeat blindly.
+Each flow run opens one workspace, which its tasks share (:mod:`.flow_context`). Only tasks that talk
+to a store retry, and only on errors whose class says retrying can help (``AssayError.transient``) or
+on a database that is momentarily unavailable. The runner's own execution is not retried: a report is
+idempotent, but a vendor call is not ours to repeat blindly.
+
+The flows, by the names a deployment imports them: :func:`run_suite`, :func:`judge`, :func:`rejudge`,
+:func:`rescore_materialise` here; :func:`reap`, :func:`collect`, :func:`compact`, :func:`vacuum` and
+:func:`migrate_lake` in :mod:`.upkeep_flows`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
 from datetime import timedelta
 from typing import Any
 
-import sqlalchemy as sa
-from prefect import flow, task
+from prefect import flow, task, unmapped
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from assay.core.runner import Receipt
 from assay.storage.catalog.runs import get_run
 
 from . import operations as ops
-from .workspace import bind_temporary_server, open_workspace
+from .flow_context import emit, flow_workspace, io_task, listen, listening, progress_of, started, summed, workspace
+from .upkeep_flows import collect, compact, migrate_lake, reap, vacuum
+from .workspace import bind_temporary_server
 
 bind_temporary_server()  # Prefect's temporary server dies with the command, even a SIGKILLed one
 
-_listeners: list[Callable[[Receipt], None]] = []
-_starters: list[Callable[[int], None]] = []
+__all__ = ["collect", "compact", "judge", "listen", "migrate_lake", "reap", "rejudge", "rescore_materialise",
+           "run_suite", "vacuum"]
+
+VERDICT_COLUMNS = ("run_id", "consumer", "criteria_version", "verdict", "reason", "counted", "excluded", "case_runs")
+"""The columns of a published verdict table."""
 
 
-def listen(callback: Callable[[Receipt], None] | None, on_start: Callable[[int], None] | None = None) -> None:
-    """Route report receipts of in-process flow runs to ``callback``, and each run's case count (its case
-    snapshot, known once the run exists) to ``on_start``: the CLI's progress bar. ``None`` stops both."""
-    _listeners.clear()
-    _starters.clear()
-    if callback is not None:
-        _listeners.append(callback)
-    if on_start is not None:
-        _starters.append(on_start)
+def artifact_key(*parts: str) -> str:
+    """A Prefect artifact key from ``parts``: lower case, only a-z, 0-9 and dashes."""
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", "-".join(parts).lower())).strip("-")
 
 
-def _emit(receipt: Receipt) -> None:
-    for callback in _listeners:
-        callback(receipt)
-
-
-def _started(run_id: str) -> None:
-    if _starters:
-        cases = get_run(open_workspace().engine, run_id).case_count
-        for callback in _starters:
-            callback(cases)
-
-
-def retry_if_transient(_task, _task_run, state) -> bool:
-    """Prefect retry condition: retry only what may succeed on a second try."""
-    exc = state.result(raise_on_failure=False)
-    return bool(getattr(exc, "transient", False)) or isinstance(exc, sa.exc.OperationalError)
-
-
-io_task = task(retries=3, retry_delay_seconds=[1, 2, 4], retry_condition_fn=retry_if_transient)
+def publish_verdicts(key: str, verdicts: list[dict[str, Any]], description: str) -> None:
+    """Publish consumers' verdicts as a table artifact of the flow run (one row per run and consumer);
+    with none, a note saying so under the same key."""
+    if not verdicts:
+        create_markdown_artifact(description, key=key, description=description)
+        return
+    create_table_artifact([{c: v.get(c) for c in VERDICT_COLUMNS} for v in verdicts], key=key, description=description)
 
 
 @io_task
 def create_run_task(suite: str, runner: str | None, deadline_minutes: float | None, request_id: str) -> str:
     """Create the run once: a retry (the first attempt's commit may have landed) returns the same run."""
-    ws = open_workspace()
     deadline = timedelta(minutes=deadline_minutes) if deadline_minutes else None
-    return ops.start_run(ws, suite, runner, deadline, request_id=request_id).run_id
+    return ops.start_run(workspace(), suite, runner, deadline, request_id=request_id).run_id
 
 
 def _request_id() -> str:
@@ -77,21 +68,22 @@ def _request_id() -> str:
 
 @task
 def execute_task(run_id: str, runner_options: dict[str, Any] | None) -> dict[str, Any]:
-    ws = open_workspace()
-    result = ops.execute_run(ws, run_id, runner_options, on_report=_emit)
+    ws = workspace()
+    result = ops.execute_run(ws, run_id, runner_options, on_report=emit)
     return {"reports": result.reports, "case_runs": result.case_runs, "evaluations": result.evaluations,
             "duplicates": result.duplicates, "error": result.error,
             "awaiting_vendor": get_run(ws.engine, run_id).awaiting_vendor}
 
 
 @task
-def judge_task(run_id: str, trigger: str = "run") -> dict[str, Any]:
-    return ops.judge_run(open_workspace(), run_id, trigger)
+def judge_task(run_id: str, trigger: str = "run", force: bool = False) -> dict[str, Any]:
+    """Judge one run, then read each consumer's verdict."""
+    return ops.judge_run(workspace(), run_id, trigger, force=force, progress=progress_of(run_id))
 
 
 @io_task
 def finalise_task(run_id: str, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
-    return ops.finalise_run(open_workspace(), run_id, verdicts).to_dict()
+    return ops.finalise_run(workspace(), run_id, verdicts).to_dict()
 
 
 @flow(name="run-suite", log_prints=False)
@@ -101,75 +93,90 @@ def run_suite(
     deadline_minutes: float | None = None,
     runner_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Create the run (criteria resolved and stamped), claim, drive the runner, report, release; judge; finalise."""
-    run_id = create_run_task(suite, runner, deadline_minutes, _request_id())
-    _started(run_id)
-    executed = execute_task(run_id, runner_options)
-    # released with the error (already final; the evidence stays), or submitted to an asynchronous
-    # runner's vendor (the collect flow judges and finalises it)
-    if executed["error"] is not None or executed["awaiting_vendor"]:
-        return {"run": get_run(open_workspace().engine, run_id).to_dict(), "executed": executed, "verdicts": []}
-    judged = judge_task(run_id)
-    run = finalise_task(run_id, judged["verdicts"])
-    return {"run": run, "executed": executed, "judged": judged["judged"], "verdicts": judged["verdicts"]}
-
-
-@io_task
-def reap_task() -> dict[str, list[str]]:
-    return ops.reap(open_workspace())
-
-
-@flow(name="reap")
-def reap() -> dict[str, list[str]]:
-    """Resolve expired leases, passed deadlines and runs never started to timed_out; finalise runs left released."""
-    return reap_task()
-
-
-@io_task
-def collect_task(concurrency: int | None) -> dict[str, Any]:
-    from .collect import collect_outstanding
-
-    ws = open_workspace()
-    try:
-        return collect_outstanding(ws, concurrency).to_dict()
-    finally:
-        ws.close()
-
-
-@flow(name="collect")
-def collect(concurrency: int | None = None) -> dict[str, Any]:
-    """Poll every outstanding asynchronous run; store, judge and finalise what finished; time out what is past its deadline."""
-    return collect_task(concurrency)
+    """Create the run (criteria resolved and stamped), claim, drive the runner, report, release; judge;
+    finalise; publish the verdicts as the artifact ``verdicts-TEAM-SUITE``."""
+    with flow_workspace() as ws:
+        run_id = create_run_task(suite, runner, deadline_minutes, _request_id())
+        row = get_run(ws.engine, run_id)
+        if listening():
+            started(row.case_count)
+        key, name = artifact_key("verdicts", row.team_id, row.suite_key), f"{row.team_id}/{row.suite_key}"
+        executed = execute_task(run_id, runner_options)
+        # released with the error (already final; the evidence stays), or submitted to an asynchronous
+        # runner's vendor (the collect flow judges and finalises it)
+        if executed["error"] is not None or executed["awaiting_vendor"]:
+            publish_verdicts(key, [], f"{name}: run {run_id} has no verdicts yet ({executed['error'] or 'at the vendor'})")
+            return {"run": get_run(ws.engine, run_id).to_dict(), "executed": executed, "verdicts": []}
+        judged = judge_task(run_id)
+        run = finalise_task(run_id, judged["verdicts"])
+        publish_verdicts(key, judged["verdicts"], f"{name}: each consumer's verdict on run {run_id}")
+        return {"run": run, "executed": executed, "judged": judged["judged"], "verdicts": judged["verdicts"]}
 
 
 @task
-def rejudge_task(run_ids: list[str], keys: list[str] | None, new_versions_only: bool, force: bool) -> dict[str, Any]:
+def judge_runs_task(run_ids: list[str], keys: list[str] | None = None, new_versions_only: bool = False,
+                    force: bool = False) -> dict[str, Any]:
+    """Re-judge runs' stored evidence (a wide re-judge maps it, one task per run)."""
     from .judging import judge_runs
 
-    return judge_runs(open_workspace(), run_ids, trigger="rejudge", keys=keys,
-                      new_versions_only=new_versions_only, force=force)
+    return judge_runs(workspace(), run_ids, trigger="rejudge", keys=keys, new_versions_only=new_versions_only,
+                      force=force, progress=progress_of(",".join(run_ids)))
+
+
+@flow(name="judge")
+def judge(run_id: str, force: bool = False) -> dict[str, Any]:
+    """Judge one run's stored evidence again (a new outcome per case run), then read each consumer's
+    verdict (its stamped verdicts never change); publish them as the artifact ``judged-RUN``."""
+    with flow_workspace():
+        judged = judge_task(run_id, "judge", force)
+        publish_verdicts(artifact_key("judged", run_id), judged["verdicts"], f"run {run_id} judged again: verdicts now")
+        return judged
 
 
 @flow(name="rejudge")
 def rejudge(
     run_ids: list[str], keys: list[str] | None = None, new_versions_only: bool = False, force: bool = False
 ) -> dict[str, Any]:
-    """New outcomes over stored evidence for the chosen runs; calls the judge, never a runner."""
-    return rejudge_task(run_ids, keys, new_versions_only, force)
+    """New outcomes over stored evidence for the chosen runs, one task per run, their counts added up;
+    calls the judge, never a runner. Publishes what each run's pass judged as the table artifact ``rejudge``."""
+    groups = [[run_id] for run_id in run_ids] or [[]]  # nothing chosen: one empty pass, its counts all nought
+    with flow_workspace():
+        parts = judge_runs_task.map(groups, keys=unmapped(keys), new_versions_only=unmapped(new_versions_only),
+                                    force=unmapped(force)).result()
+        rows = [{"run_id": ",".join(group), **part} for group, part in zip(groups, parts, strict=True)]
+        create_table_artifact(rows, key="rejudge", description=f"re-judged {len(run_ids)} run(s): what each pass wrote")
+        return summed(parts)
 
 
-@io_task
-def compact_task(table: str | None, team: str | None) -> dict[str, int]:
-    return ops.compact(open_workspace(), table, team)
+@flow(name="rescore-materialise")
+def rescore_materialise(suite: str, consumer: str, version: int | None = None,
+                        spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Apply a criteria to the suite's history and append the verdicts to the lake's ``verdicts`` table.
+    (A re-score that writes nothing is a query, and no flow.)"""
+    with flow_workspace():
+        return rescore_task(suite, consumer, version, spec)
 
 
-@io_task
-def vacuum_task() -> dict[str, int]:
-    return ops.vacuum(open_workspace())
+@task
+def rescore_task(suite: str, consumer: str, version: int | None, spec: dict[str, Any] | None) -> dict[str, Any]:
+    """Re-score and append the verdicts (not retried: a second append would add the rows twice)."""
+    from assay.core.criteria import CriteriaSpec
+
+    from .rescoring import rescore
+
+    candidate = CriteriaSpec.model_validate(spec) if spec is not None else None
+    tell = progress_of(suite)
+    return rescore(workspace(), suite, consumer, version=version, spec=candidate, materialise=True,
+                   progress=None if tell is None else (lambda done, total: tell(done, total, "runs")))
 
 
-@flow(name="compact-lake")
-def compact_lake(table: str | None = None, team: str | None = None, vacuum: bool = True) -> dict[str, Any]:
-    """Compact the lake's small files, then vacuum what has passed its grace period."""
-    compacted = compact_task(table, team)
-    return {"compacted": compacted, "vacuumed": vacuum_task() if vacuum else None}
+def watched(console: Any, description: str, unit: str, quiet: bool, job: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call the flow ``job`` in this process with a live count of its progress (the command line's bar)."""
+    from .progress import live_count
+
+    with live_count(console, description, unit=unit, quiet=quiet) as count:
+        listen(None, progress=count.update)
+        try:
+            return job(*args, **kwargs)
+        finally:
+            listen(None)

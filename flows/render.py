@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
@@ -16,9 +17,11 @@ def run_with_progress(
     from assay.storage.catalog.runs import run_details
 
     from . import orchestration
-    from .progress import live_count
+    from .progress import is_quiet, live_count
     from .workspace import open_workspace
 
+    if not (quiet or is_quiet() or _hinted or os.environ.get("PREFECT_API_URL")):
+        _hint_server(console)
     with live_count(console, suite, unit="case runs", of="cases", quiet=quiet) as count:
         orchestration.listen(lambda receipt: count.advance(receipt.case_runs), on_start=count.total)
         try:
@@ -26,18 +29,21 @@ def run_with_progress(
         finally:
             orchestration.listen(None)
     ws = open_workspace()
-    details = run_details(ws.engine, result["run"]["run_id"], ws.lake)
+    try:
+        details = run_details(ws.engine, result["run"]["run_id"], ws.lake)
+    finally:
+        ws.close()
     return {"run": details, "executed": result["executed"]}
 
 
-def judge_with_progress(console: Console, ws: Any, run_ids: list[str], *, quiet: bool = False,
-                        **options: Any) -> dict[str, Any]:
-    """:func:`~assay.flows.judging.judge_runs` with a live count of the case runs judged."""
-    from .judging import judge_runs
-    from .progress import live_count
+_hinted: list[bool] = []
 
-    with live_count(console, "judging", unit="case runs", quiet=quiet) as count:
-        return judge_runs(ws, run_ids, progress=count.update, **options)
+
+def _hint_server(console: Console) -> None:
+    """Once per command: without the workspace's server, each command starts a temporary one."""
+    _hinted.append(True)
+    console.print("starting a temporary Prefect server for this command; `assay server start` keeps one up "
+                  "for the workspace", style="dim")
 
 
 def rescore_with_progress(console: Console, ws: Any, suite: str, consumer: str, **options: Any) -> dict[str, Any]:

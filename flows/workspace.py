@@ -1,8 +1,8 @@
 """A workspace: the settings, the catalog engine, the lake and the ledger, opened together.
 
 It also owns the Prefect environment a workspace runs flows in (its own Prefect home, telemetry off,
-a temporary server that dies with the command): see :func:`use_prefect_home` and
-:func:`bind_temporary_server`.
+the workspace's server when it is up, else a temporary server that dies with the command): see
+:func:`use_prefect_home` and :func:`bind_temporary_server`.
 """
 
 from __future__ import annotations
@@ -38,13 +38,22 @@ PREFECT_DEFAULTS = {
 @dataclass
 class Workspace:
     settings: Settings
+    upgrade: bool = False
+    """Migrate the catalog to the newest schema when the engine opens: only `assay init` (and the demo)."""
 
     @cached_property
     def engine(self) -> sa.Engine:
         from assay.storage.catalog.engine import create_catalog_engine, migrate
 
         engine = create_catalog_engine(self.settings.resolved_catalog_url)
-        migrate(engine)
+        try:
+            if self.upgrade:
+                migrate(engine)
+            else:
+                require_current(engine, self.settings)
+        except BaseException:
+            engine.dispose()
+            raise
         return engine
 
     @cached_property
@@ -64,6 +73,20 @@ class Workspace:
             self.engine.dispose()
 
 
+def require_current(engine: sa.Engine, settings: Settings) -> None:
+    """Refuse a catalog behind this Assay's schema: migrations run at `assay init`, never on open."""
+    from assay.core.redact import mask_url
+    from assay.storage.catalog.engine import HEAD, current_revision
+
+    found = current_revision(engine)
+    if found != HEAD:
+        state = "has no schema yet" if found is None else f"is at schema revision {found}"
+        raise ConfigError(
+            f"the catalog {mask_url(settings.resolved_catalog_url)} {state}; this Assay needs revision {HEAD}: "
+            "run `assay init` to create or upgrade it (safe to repeat: it keeps every run)"
+        )
+
+
 def load_settings() -> Settings:
     """``Settings()`` from the environment, a malformed variable a :class:`ConfigError` naming it."""
     try:
@@ -74,7 +97,8 @@ def load_settings() -> Settings:
 
 
 def open_workspace(settings: Settings | None = None, *, create: bool = False) -> Workspace:
-    """Open the workspace the settings describe; only ``assay init`` and the demo create one (``create``).
+    """Open the workspace the settings describe; only ``assay init`` and the demo create one (``create``),
+    and only they migrate its catalog: otherwise a catalog behind the code's schema is refused.
 
     A mistyped ``ASSAY_HOME`` must be an error, not a new empty workspace that answers "no runs yet"
     while the team's evidence sits elsewhere.
@@ -96,7 +120,7 @@ def open_workspace(settings: Settings | None = None, *, create: bool = False) ->
     os.environ.setdefault("PREFECT_HOME", str(settings.prefect_home))
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
-    return Workspace(settings)
+    return Workspace(settings, upgrade=create)
 
 
 def use_prefect_home(settings: Settings, debug: bool = False) -> None:
@@ -107,10 +131,19 @@ def use_prefect_home(settings: Settings, debug: bool = False) -> None:
     command line calls this before any command runs. Unless ``debug``, Prefect's own log lines (its
     temporary server starting, a failed task's traceback) stay off the terminal: the command line
     reports an error once, itself. ``--debug`` shows them.
+
+    When the workspace's own server (``assay server start``, :mod:`.server`) is up and answering,
+    ``PREFECT_API_URL`` points at it: flows run there, with no temporary server, and stay visible in its
+    UI. A ``PREFECT_API_URL`` already in the environment is left as it is.
     """
     os.environ["PREFECT_HOME"] = str(settings.prefect_home)
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    if not os.environ.get("PREFECT_API_URL"):  # a server of the user's own wins
+        from .server import api_url_if_up
+
+        if url := api_url_if_up(settings):
+            os.environ["PREFECT_API_URL"] = url
     if not debug:
         os.environ["PREFECT_LOGGING_LEVEL"] = "CRITICAL"
 
@@ -161,10 +194,7 @@ def bind_temporary_server() -> None:
         if self.server_process is not None and self.server_process.poll() is not None:
             _release(self.server_process.pid)  # Prefect retries on another port; the first one is gone
         process = start(self)
-        _watchdogs[process.pid] = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(process.pid)],
-            stdin=subprocess.PIPE, start_new_session=True,  # a Ctrl-C to the command's group spares it
-        )
+        _watchdogs[process.pid] = guard(process.pid)
         return process
 
     def stop_bound(self):
@@ -177,9 +207,23 @@ def bind_temporary_server() -> None:
     Server._run_uvicorn_command, Server.stop, Server._assay_bound = run_bound, stop_bound, True
 
 
+def guard(pid: int) -> subprocess.Popen:
+    """A watchdog that stops ``pid`` (SIGTERM, then SIGKILL) when this process ends, by any means,
+    before :func:`release` is called: see :func:`bind_temporary_server`."""
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(pid)],
+        stdin=subprocess.PIPE, start_new_session=True,  # a Ctrl-C to the command's group spares it
+    )
+
+
+def release(watchdog: subprocess.Popen) -> None:
+    """Tell a :func:`guard` watchdog its process is taken care of: it leaves it alone and exits."""
+    watchdog.stdin.write(b"released")  # type: ignore[union-attr]
+    watchdog.stdin.close()  # type: ignore[union-attr]
+    watchdog.wait()
+
+
 def _release(pid: int | None) -> None:
     """Tell the server's watchdog it was stopped in order: its pid may be reused, so leave it alone."""
     if (watchdog := _watchdogs.pop(pid, None)) is not None:  # type: ignore[arg-type]
-        watchdog.stdin.write(b"stopped")
-        watchdog.stdin.close()
-        watchdog.wait()
+        release(watchdog)

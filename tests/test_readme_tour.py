@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,14 @@ TOUR = "## A tour"
 
 
 @pytest.fixture(scope="module")
-def toured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Typed]]:
+def toured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Typed]]]:
     """A workspace the whole tour ran in (stopping at the first line that exits otherwise than expected),
     with what each line printed."""
     home = tmp_path_factory.mktemp("tour") / "home"  # `assay init` creates it
-    return home, walk(TOUR, home)
+    try:
+        yield home, walk(TOUR, home)
+    finally:  # the tour stops the server it starts; a tour cut short must not leave it running
+        assay(home, "server", "stop")
 
 
 def test_the_readme_tour_runs_as_written(toured) -> None:

@@ -59,7 +59,7 @@ def ws(assay_home: Path, catalog_url: str, fakes, monkeypatch: pytest.MonkeyPatc
         monkeypatch.setenv(key, value)
     for fake in fakes.values():
         fake.reset()
-    workspace = open_workspace()
+    workspace = open_workspace(create=True)
     ops.load(workspace, str(DEMO / "bundle.yaml"))
     yield workspace
     workspace.close()

@@ -22,7 +22,7 @@ def prefect_harness():
 @pytest.fixture
 def demo_ws(assay_home: Path):
     """A fresh workspace in a temp ASSAY_HOME with the demo bundle loaded (nothing run yet)."""
-    ws = open_workspace()
+    ws = open_workspace(create=True)  # as `assay init` does: the catalog migrated
     ops.load(ws, str(DEMO / "bundle.yaml"))
     yield ws
     ws.close()

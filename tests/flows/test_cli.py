@@ -44,6 +44,7 @@ def test_a_malformed_command_line_exits_2(tmp_path: Path, args: tuple[str, ...])
 
 
 def test_an_error_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
+    assay("init", home=tmp_path)
     proc = assay("runs", "show", "nosuchrun", home=tmp_path, check=1)
     assert proc.stderr.startswith("error: no run 'nosuchrun'")
     assert "Traceback" not in proc.stderr
@@ -54,6 +55,7 @@ def test_an_error_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
 def test_a_bad_bundle_names_the_file_and_writes_nothing(tmp_path: Path) -> None:
     bundle = tmp_path / "bad.yaml"
     bundle.write_text("schema: assay.bundle/v1\nteams:\n  - id: ../x\n    name: X\n")
+    assay("init", home=tmp_path / "home")
     proc = assay("load", str(bundle), home=tmp_path / "home", check=1)
     assert "bad.yaml" in proc.stderr and "teams[0].id" in proc.stderr
     runs = assay("runs", "list", "--json", home=tmp_path / "home")

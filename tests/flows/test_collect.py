@@ -77,7 +77,7 @@ def _workspace(assay_home: Path, hamming: FakeHamming, monkeypatch: pytest.Monke
     assay_home.mkdir(parents=True, exist_ok=True)
     (assay_home / "config.json").write_text(json.dumps({"name": "Voice line", "prompt": "Deployed."}))
     (assay_home / "bundle.json").write_text(json.dumps(BUNDLE))
-    workspace = open_workspace()
+    workspace = open_workspace(create=True)
     ops.load(workspace, str(assay_home / "bundle.json"))
     yield workspace
     workspace.close()

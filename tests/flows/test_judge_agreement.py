@@ -52,6 +52,10 @@ def judged_home(assay_home, monkeypatch: pytest.MonkeyPatch, server: FakeOpenAI)
     monkeypatch.setenv("ASSAY_JUDGE_BASE_URL", server.url + "/v1")
     monkeypatch.setenv("ASSAY_JUDGE_MODEL", "judge-model")
     monkeypatch.setenv("ASSAY_JUDGE_API_KEY", KEY)
+    ws = open_workspace(create=True)
+    with ws.engine.connect():  # as `assay init` does: opening it migrates the catalog
+        pass
+    ws.close()
     return assay_home
 
 
@@ -107,7 +111,7 @@ def test_a_malformed_labelled_set_is_refused_with_its_lines(judged_home, tmp_pat
 
 
 def test_without_a_judge_the_command_says_how_to_configure_one(assay_home, tmp_path: Path) -> None:
-    ws = open_workspace()
+    ws = open_workspace(create=True)
     with pytest.raises(ConfigError, match="ASSAY_JUDGE_BASE_URL"):
         measure(ws, labels(tmp_path, ITEMS[:1]))
     ws.close()

@@ -41,7 +41,7 @@ def _workspace(monkeypatch: pytest.MonkeyPatch, base_url: str) -> Workspace:
            "ASSAY_JUDGE_CONCURRENCY": "4"}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    return open_workspace()
+    return open_workspace(create=True)
 
 
 @pytest.fixture

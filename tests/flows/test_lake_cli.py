@@ -19,7 +19,7 @@ from assay.storage.lake.store import MARKER
 
 
 def _judged_demo(home: Path) -> tuple[list[str], list[dict]]:
-    ws = open_workspace()
+    ws = open_workspace(create=True)
     ops.load(ws, str(DEMO / "bundle.yaml"))
     runs = []
     for suite in SUITES:

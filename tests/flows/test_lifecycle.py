@@ -36,7 +36,7 @@ def lake_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def ws(assay_home: Path, catalog_url: str, lake_url: str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("ASSAY_CATALOG_URL", catalog_url)
     monkeypatch.setenv("ASSAY_LAKE_URL", lake_url)
-    workspace = open_workspace()
+    workspace = open_workspace(create=True)
     yield workspace
     workspace.close()
 

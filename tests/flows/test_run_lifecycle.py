@@ -84,7 +84,7 @@ def test_a_judging_crash_ends_the_run_error_and_assay_judge_finishes_it_later(
 
 
 def test_assay_reap_names_the_runs_it_finalised(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    prefect_harness, ws: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_id = released_run(ws)
     ws.close()
@@ -95,10 +95,12 @@ def test_assay_reap_names_the_runs_it_finalised(
 
 
 def test_a_retried_create_run_task_returns_the_same_run(ws: Workspace) -> None:
+    from assay.flows.flow_context import flow_workspace
     from assay.flows.orchestration import create_run_task
 
-    first = create_run_task.fn(SUITES[0], None, None, "run-suite:flow-1")
-    again = create_run_task.fn(SUITES[0], None, None, "run-suite:flow-1")
+    with flow_workspace():  # what the run-suite flow opens for its tasks
+        first = create_run_task.fn(SUITES[0], None, None, "run-suite:flow-1")
+        again = create_run_task.fn(SUITES[0], None, None, "run-suite:flow-1")
     assert again == first
     with ws.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(t.runs)).scalar_one() == 1

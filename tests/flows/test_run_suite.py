@@ -53,13 +53,13 @@ def test_reap_flow_times_out_an_abandoned_run(prefect_harness, workspace) -> Non
 
 
 def test_compact_lake_flow_compacts_and_keeps_every_row(prefect_harness, workspace) -> None:
-    from assay.flows.orchestration import compact_lake, run_suite
+    from assay.flows.orchestration import compact, run_suite, vacuum
 
     for _ in range(2):
         run_suite(SUITES[1])
     before = workspace.lake.read("case_runs").sort("case_run_id")
     files = len(workspace.lake.files("case_runs"))
-    result = compact_lake()
-    assert result["compacted"]["files_in"] >= files == 2 and result["vacuumed"] == {"retired": 0, "unnamed": 0}
+    result = compact()
+    assert result["files_in"] >= files == 2 and vacuum() == {"retired": 0, "unnamed": 0}
     assert len(workspace.lake.files("case_runs")) == 1
     assert workspace.lake.read("case_runs").sort("case_run_id").equals(before)

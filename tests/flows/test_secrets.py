@@ -62,7 +62,7 @@ def test_no_key_is_kept_anywhere(assay_home: Path, fakes, monkeypatch: pytest.Mo
         monkeypatch.setenv(key, value)
     for vendor in ("vapi", "elevenlabs"):
         fakes[vendor].faults.scripts["replies"] = AGENT_RULES
-    ws = open_workspace()
+    ws = open_workspace(create=True)
     ops.load(ws, str(DEMO / "bundle.yaml"))
     runs = {}
     for runner in ("vapi_chat", "elevenlabs_chat", "hamming"):
@@ -89,7 +89,7 @@ def test_the_search_finds_a_planted_key(assay_home: Path, tmp_path: Path) -> Non
     """The check above can fail: a key written into a Parquet value, a catalog row or a log is found."""
     import pyarrow as pa
 
-    ws = open_workspace()
+    ws = open_workspace(create=True)
     assay_home.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"payload": [json.dumps({"note": KEYS["vapi"]})]}), assay_home / "planted.parquet",
                    compression="zstd")

@@ -1,0 +1,57 @@
+"""The bodies of ``assay server start``, ``assay server stop`` and ``assay server status``: the
+workspace's own Prefect server."""
+
+from __future__ import annotations
+
+from .document_runs import Body
+
+
+class ServerInfo(Body):
+    """The workspace's Prefect server, when one runs."""
+
+    pid: int
+    """Its process id."""
+    port: int
+    """The loopback port it listens on."""
+    url: str
+    """Where it is served (the UI); ``http://127.0.0.1:PORT``."""
+    api_url: str
+    """Its API (``url`` + ``/api``): what commands set ``PREFECT_API_URL`` to while it is up."""
+    started_at: str
+    """When it was started (ISO 8601, UTC)."""
+    uptime_seconds: float
+    """Seconds since then."""
+
+
+class ServerBody(Body):
+    """What every ``assay server`` document says."""
+
+    running: bool
+    """Whether the server runs now (after the command)."""
+    server: ServerInfo | None
+    """The running server; ``None`` when none runs."""
+    state_file: str
+    """The file that records the running server (pid, port, URL, start time)."""
+    log: str
+    """The server's own log."""
+
+
+class ServerStartDoc(ServerBody):
+    """``assay server start``: the server, started or found running."""
+
+    already_running: bool
+    """True when it was up before this command: nothing was started."""
+
+
+class ServerStopDoc(ServerBody):
+    """``assay server stop``: the server stopped, if one ran."""
+
+    stopped: ServerInfo | None
+    """The server this command stopped; ``None`` when none ran."""
+
+
+class ServerStatusDoc(ServerBody):
+    """``assay server status``: whether the server runs."""
+
+    healthy: bool
+    """Whether it answered ``/api/health`` just now (always false when it does not run)."""
