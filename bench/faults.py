@@ -46,9 +46,7 @@ def _crash_figures() -> dict[str, int]:
             ops.load(ws, str(DEMO / "bundle.yaml"))
             suite = SUITES[1]
             if needs_a_run:
-                run = ops.start_run(ws, suite)
-                ops.execute_run(ws, run.run_id)
-                ops.finish_run(ws, run.run_id)
+                ops.run_to_final(ws, suite)
             before_atoms = ws.lake.read("assertion_results").height
             crashes.crash(ws, step, action, suite)
             crashes.recover(ws)

@@ -115,6 +115,13 @@ def finish_run(ws: Workspace, run_id: str) -> RunRow:
     return finalise_run(ws, run_id, verdicts)
 
 
+def run_to_final(ws: Workspace, suite: str, runner: str | None = None) -> RunRow:
+    """The run-suite flow's steps as plain calls, in this process: create, execute, judge, finalise."""
+    run = start_run(ws, suite, runner)
+    execute_run(ws, run.run_id)
+    return finish_run(ws, run.run_id)
+
+
 def reap(ws: Workspace) -> dict[str, list[str]]:
     """Bring every abandoned run to a final state, then tear down the vendor objects that runs nobody
     works on any more left behind (a process killed before its release could).

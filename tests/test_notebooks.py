@@ -22,9 +22,7 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ws = open_workspace(create=True)
         ops.load(ws, str(DEMO / "bundle.yaml"))
         for suite in SUITES:
-            run_id = ops.start_run(ws, suite).run_id
-            ops.execute_run(ws, run_id)
-            ops.finish_run(ws, run_id)
+            ops.run_to_final(ws, suite)
         ws.close()
     return home
 

@@ -32,9 +32,7 @@ while not go.exists():
     time.sleep(0.01)
 try:
     if action == "run":
-        run = ops.start_run(ws, arg)
-        ops.execute_run(ws, run.run_id)
-        result = ops.finish_run(ws, run.run_id).status
+        result = ops.run_to_final(ws, arg).status
     elif action == "load":
         result = sorted(ops.load(ws, arg)["counts"])
     else:
@@ -89,12 +87,7 @@ def test_a_load_during_a_run(ws, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_two_rejudges_at_once(ws, tmp_path: Path) -> None:
-    run_ids = []
-    for suite in SUITES:
-        run = ops.start_run(ws, suite)
-        ops.execute_run(ws, run.run_id)
-        ops.finish_run(ws, run.run_id)
-        run_ids.append(run.run_id)
+    run_ids = [ops.run_to_final(ws, suite).run_id for suite in SUITES]
     results = together(ws, tmp_path, ("rejudge", json.dumps(run_ids)), ("rejudge", json.dumps(run_ids)))
     assert any(r["ok"] for r in results), results
     for r in results:  # a loser is refused whole, with a transient error a retry can fix

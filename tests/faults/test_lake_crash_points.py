@@ -45,9 +45,7 @@ from assay.flows.workspace import open_workspace
 ws = open_workspace()
 action, suite = sys.argv[1], sys.argv[2]
 if action == "run":
-    run = ops.start_run(ws, suite)
-    ops.execute_run(ws, run.run_id)
-    ops.finish_run(ws, run.run_id)
+    ops.run_to_final(ws, suite)
 elif action == "rejudge":
     with ws.engine.connect() as conn:
         runs = list(conn.execute(__import__("sqlalchemy").text("select run_id from runs")).scalars())
@@ -155,9 +153,7 @@ def test_a_crash_at_each_step_loses_nothing_and_shows_nothing_unaccepted(ws, ste
     action, needs_a_run = CASES[step]
     suite = SUITES[1]  # recorded calls: case runs, runner evaluations, outcomes and atoms all written
     if needs_a_run:
-        run = ops.start_run(ws, suite)
-        ops.execute_run(ws, run.run_id)
-        ops.finish_run(ws, run.run_id)
+        ops.run_to_final(ws, suite)
     before = {name: ws.lake.read(name).height for name in ("case_runs", "outcomes", "assertion_results", "verdicts")}
     crash(ws, step, action, suite)
     recover(ws)
@@ -165,9 +161,7 @@ def test_a_crash_at_each_step_loses_nothing_and_shows_nothing_unaccepted(ws, ste
     after = {name: ws.lake.read(name).height for name in before}
     assert after == before, f"a crash at {step} changed what readers see: {before} -> {after}"
     # The system goes on: the same operation, uninterrupted, succeeds afterwards.
-    run = ops.start_run(ws, suite)
-    ops.execute_run(ws, run.run_id)
-    ops.finish_run(ws, run.run_id)
+    ops.run_to_final(ws, suite)
     check_invariants(ws)
 
 
@@ -176,9 +170,7 @@ def test_vacuum_killed_after_forgetting_leaves_only_unlisted_files(ws) -> None:
     from assay.storage.lake.compact import compact
 
     for _ in range(2):
-        run = ops.start_run(ws, SUITES[1])
-        ops.execute_run(ws, run.run_id)
-        ops.finish_run(ws, run.run_id)
+        ops.run_to_final(ws, SUITES[1])
     assert compact(ws.lake)["files_in"] > 0
     before = {name: ws.lake.read(name).height for name in ("case_runs", "outcomes", "assertion_results")}
     crash(ws, "vacuum.forgotten", "vacuum", SUITES[1])

@@ -53,10 +53,7 @@ def ws(assay_home, monkeypatch: pytest.MonkeyPatch, server: FakeOpenAI) -> Itera
 
 
 def run_suite(ws: Workspace) -> str:
-    run_id = ops.start_run(ws, SUITE).run_id
-    ops.execute_run(ws, run_id)
-    ops.finish_run(ws, run_id)
-    return run_id
+    return ops.run_to_final(ws, SUITE).run_id
 
 
 def rubric_atoms(ws: Workspace) -> pl.DataFrame:

@@ -23,10 +23,7 @@ from assay.storage.catalog.runs import get_run, list_runs, run_details
 
 
 def run_suite(ws, suite: str) -> str:
-    run_id = ops.start_run(ws, suite).run_id
-    ops.execute_run(ws, run_id)
-    ops.finish_run(ws, run_id)
-    return run_id
+    return ops.run_to_final(ws, suite).run_id
 
 
 @pytest.fixture

@@ -21,12 +21,7 @@ from assay.storage.lake.store import MARKER
 def _judged_demo(home: Path) -> tuple[list[str], list[dict]]:
     ws = open_workspace(create=True)
     ops.load(ws, str(DEMO / "bundle.yaml"))
-    runs = []
-    for suite in SUITES:
-        run = ops.start_run(ws, suite)
-        ops.execute_run(ws, run.run_id)
-        ops.finish_run(ws, run.run_id)
-        runs.append(run.run_id)
+    runs = [ops.run_to_final(ws, suite).run_id for suite in SUITES]
     judging.judge_runs(ws, runs, trigger="rejudge", force=True)  # two outcomes per case run: history
     verdicts = judging.verdicts_for(ws, runs)
     ws.close()

@@ -56,9 +56,7 @@ def test_run_judge_rejudge_rescore_compact_vacuum(ws, tmp_path: Path) -> None:
     ops.load(ws, str(DEMO / "bundle.yaml"))
     runs = []
     for suite in SUITES:
-        run = ops.start_run(ws, suite)
-        ops.execute_run(ws, run.run_id)
-        runs.append(ops.finish_run(ws, run.run_id).run_id)
+        runs.append(ops.run_to_final(ws, suite).run_id)
     stamped = {(v["run_id"], v["consumer"]): v["verdict"] for v in judging.verdicts_for(ws, runs)}
     assert stamped[(runs[0], "blueprint_ci")] == "pass"
 
