@@ -7,10 +7,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import cli, collect, faults, ingest, judge, judging, lake, leases, secrets
+from . import cli, collect, faults, flows, ingest, judge, judging, lake, leases, secrets
 from .common import Result, machine
 
-BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, cli]
+BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, cli, flows]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -25,7 +26,8 @@ WORDS = ("water heater leaking service area zip code technician appointment tomo
          "address outside referral licensed plumber emergency line fee estimate thank you").split()
 
 
-def write_call_set(path: Path, n: int, seed: int = 7) -> None:
+def write_call_set(path: Path, n: int, seed: int = 7, cases: Sequence[str] = CASES) -> None:
+    """``n`` recorded calls of about 2 KB of transcript each, for ``cases`` in turn."""
     rng = random.Random(seed)
     with path.open("w") as f:
         for i in range(n):
@@ -37,7 +39,7 @@ def write_call_set(path: Path, n: int, seed: int = 7) -> None:
                 turns.append({"role": "agent" if k % 2 == 0 else "caller", "text": text, "t": round(t, 2)})
             call = {
                 "call_id": f"call-{i:06d}",
-                "case": CASES[i % len(CASES)],
+                "case": cases[i % len(cases)],
                 "started_at": "2026-11-20T15:04:05Z",
                 "duration_ms": round(t * 1000, 1),
                 "cost_usd": round(rng.uniform(0.05, 0.4), 4),

@@ -228,8 +228,19 @@ class SuiteDef(_Model):
     """Behaviours checked on every case of the suite."""
     criteria: dict[Identifier, CriteriaSpec] = Field(default_factory=dict)
     """Per consumer key: the assertion keys it requires, its threshold groups, the keys it ignores."""
+    tags: list[Identifier] = Field(default_factory=list)
+    """Labels that pick the suite out for scheduled work (``nightly``: the nightly sweep re-runs it), each
+    once. Editing them changes nothing under test: no re-run, re-judge or re-score."""
 
     _resolved: ResolvedTarget | None = PrivateAttr(default=None)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_once(cls, tags: list[str]) -> list[str]:
+        twice = sorted({tag for tag in tags if tags.count(tag) > 1})
+        if twice:
+            raise ValueError(f"duplicate tag(s) {', '.join(map(repr, twice))}; list each tag once")
+        return tags
 
     @property
     def resolved_target(self) -> ResolvedTarget:

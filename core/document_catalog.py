@@ -95,6 +95,8 @@ class SuitePlan(Body):
     """The most any consumer (or a changed assertion) needs."""
     rerun_reasons: list[str]
     """The changes that need the runner again."""
+    in_place: list[str]
+    """Edits made in place that need nothing redone (a suite's name or tags, a case's title)."""
     history: History
     """What stored history a re-judge or re-score would cover."""
     rejudge: RejudgeCost
@@ -158,6 +160,8 @@ class SuiteRow(Body):
     """Its cases."""
     consumers: list[str]
     """Consumers with criteria on it."""
+    tags: list[str]
+    """Its tags, sorted (``nightly``: the nightly sweep re-runs it)."""
 
 
 class CaseRow(Body):

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, TypeAdapter, create_model
 from .document_catalog import LS_BODIES, InitDoc, LoadDoc, PlanDoc
 from .document_drill import DiffDoc, ShowDoc
 from .document_runs import JudgeDoc, RejudgeDoc, RescoreDoc, RunDoc, RunsDoc, VerdictsDoc
-from .document_server import ServerStartDoc, ServerStatusDoc, ServerStopDoc
+from .document_server import DeployDoc, ServerStartDoc, ServerStatusDoc, ServerStopDoc
 from .document_upkeep import (
     BenchDoc,
     CollectDoc,
@@ -41,7 +41,7 @@ BODIES: dict[str, tuple[type[BaseModel], ...]] = {
     "assay.lake.vacuum": (LakeVacuumDoc,), "assay.judge-agreement": (JudgeAgreementDoc,), "assay.demo": (DemoDoc,),
     "assay.show": (ShowDoc,), "assay.diff": (DiffDoc,), "assay.bench": (BenchDoc,),
     "assay.server.start": (ServerStartDoc,), "assay.server.stop": (ServerStopDoc,),
-    "assay.server.status": (ServerStatusDoc,),
+    "assay.server.status": (ServerStatusDoc,), "assay.deploy": (DeployDoc,),
 }
 """Schema id -> its body model (several, told apart by their ``kind`` field, when the body varies)."""
 

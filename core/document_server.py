@@ -55,3 +55,31 @@ class ServerStatusDoc(ServerBody):
 
     healthy: bool
     """Whether it answered ``/api/health`` just now (always false when it does not run)."""
+
+
+class DeployedDoc(Body):
+    """One deployment ``assay deploy`` registered."""
+
+    deployment: str
+    """``FLOW/assay``: what a flow run is asked for by (``prefect deployment run run-suite/assay``)."""
+    id: str
+    """Its id on the Prefect server."""
+    schedule: str
+    """``every N s``, ``cron EXPR (UTC)``, or ``on demand``."""
+    what: str
+    """What its flow does."""
+
+
+class DeployDoc(Body):
+    """``assay deploy``: every Assay deployment, registered on a process work pool."""
+
+    api_url: str
+    """The Prefect server's API they were registered with."""
+    pool: str
+    """The process work pool their flow runs go to."""
+    pool_created: bool
+    """True when this command created the pool."""
+    paused: bool
+    """True when the schedules were registered paused."""
+    deployments: list[DeployedDoc]
+    """The deployments, scheduled ones first."""

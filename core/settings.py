@@ -113,6 +113,15 @@ class Settings(BaseSettings):
     """How deeply lists and mappings may nest in a bundle, a config or a call-set line (``ASSAY_MAX_NESTING``);
     deeper input is refused by name rather than exhausting the parser's stack."""
 
+    dask_address: str | None = None
+    """A running Dask scheduler (``tcp://host:8786``, ``ASSAY_DASK_ADDRESS``) that wide work (re-judging,
+    compaction) maps its tasks over; its workers open the workspace from their own environment, so give
+    them the same ``ASSAY_*`` settings. Neither this nor ``dask_workers``: Prefect's thread pool, in this process."""
+
+    dask_workers: int | None = Field(default=None, ge=1)
+    """Start a temporary Dask cluster on this machine for each wide flow run, with this many worker
+    processes of one thread each (``ASSAY_DASK_WORKERS``); set this or ``dask_address``, not both."""
+
     server_start_timeout_seconds: float = Field(default=120.0, gt=0)
     """How long ``assay server start`` waits for the workspace's Prefect server to answer
     (``ASSAY_SERVER_START_TIMEOUT_SECONDS``); a loaded machine needs far more than Prefect's own 20 s."""

@@ -200,6 +200,7 @@ def rejudge(
     """Write new outcomes over stored evidence for chosen runs. Calls the judge, never a runner."""
     from . import orchestration
     from .selection import select_runs
+    from .task_runners import wide
 
     ws = _workspace()
     try:
@@ -207,7 +208,7 @@ def rejudge(
                               choose="give --run RUN (repeatable), --suite TEAM/SUITE or --team TEAM")
     finally:
         ws.close()
-    judged = orchestration.watched(_console(), "judging", "case runs", as_json, orchestration.rejudge, run_ids,
+    judged = orchestration.watched(_console(), "judging", "case runs", as_json, wide(orchestration.rejudge), run_ids,
                                    keys=key, new_versions_only=new_versions, force=force)
     if not _emit("assay.rejudge", judged, as_json):
         from .render import print_judged
@@ -364,9 +365,11 @@ def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
 
 
 # Commands kept in modules of their own; each registers itself on the app.
-from . import cli_collect, cli_drill, cli_judge, cli_lake, cli_ls, cli_server, cli_vendors, cli_verdicts  # noqa: E402
+from . import (  # noqa: E402
+    cli_collect, cli_deploy, cli_drill, cli_judge, cli_lake, cli_ls, cli_server, cli_vendors, cli_verdicts,
+)
 
-for _module in (cli_collect, cli_drill, cli_judge, cli_lake, cli_ls, cli_server, cli_vendors, cli_verdicts):
+for _module in (cli_collect, cli_deploy, cli_drill, cli_judge, cli_lake, cli_ls, cli_server, cli_vendors, cli_verdicts):
     _module.register(app)
 
 if __name__ == "__main__":

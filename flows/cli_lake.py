@@ -40,8 +40,9 @@ def lake_compact(
     """Rewrite each partition's small files into larger ones, sorted for re-scoring (old files go at vacuum)."""
     from . import cli
     from .orchestration import compact
+    from .task_runners import wide
 
-    result = compact(table, team)
+    result = wide(compact)(table, team)
     if not cli._emit("assay.lake.compact", result, as_json):
         cli._console().print(f"compacted {result['partitions']} partition(s): {result['files_in']} file(s) -> "
                          f"{result['files_out']}, {result['rows']} row(s)"

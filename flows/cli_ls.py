@@ -75,7 +75,8 @@ def _print_overview(console, body: dict[str, Any]) -> None:
         branch = tree.add(f"[bold]{team['team']}[/]  {team['name']} ({team['cases']} case(s))")
         for s in team["suites"]:
             consumers = ", ".join(s["consumers"]) or "no criteria"
-            branch.add(f"{s['key']}  {s['target_kind']}, {s['cases']} case(s); criteria for: {consumers}")
+            tags = f"; tags: {', '.join(s['tags'])}" if s["tags"] else ""
+            branch.add(f"{s['key']}  {s['target_kind']}, {s['cases']} case(s); criteria for: {consumers}{tags}")
     console.print(tree)
     console.print("consumers: " + (", ".join(c["consumer"] for c in body["consumers"]) or "none"))
     console.print("[dim]more: `assay ls suites|cases|assertions|criteria|consumers|teams`, "
@@ -87,7 +88,7 @@ _LAYOUT: dict[str, tuple[str | None, tuple[_Col, ...]]] = {
     "teams": (None, (("team", "team", True), ("name", "name", False), ("suites", "suites", True),
                      ("cases", "cases", True))),
     "suites": ("team", (("suite", "key", True), ("target", "target", False), ("cases", "cases", True),
-                        ("criteria for", "consumers", False))),
+                        ("criteria for", "consumers", False), ("tags", "tags", False))),
     "cases": ("team", (("case", "key", True), ("title", "title", False), ("in suites", "suites", False))),
     "assertions": ("owner", (("key", "key", True), ("mechanism", "mechanism", True), ("version", "version", True))),
     "criteria": ("suite", (("consumer", "consumer", True), ("version", "version", True), ("spec", "summary", False))),

@@ -4,10 +4,17 @@ reporting (progress, receipts) of flows run in this process.
 A flow opens its workspace once, in :func:`flow_workspace`, and closes it (disposing of the catalog
 engine) when the flow run ends; its tasks find it by their flow run's id with :func:`workspace`, so
 every task of a run, a retried one included, shares one engine and one warm lake.
+
+A task mapped onto a Dask worker (:mod:`.task_runners`) runs in another process, where no flow opened
+anything: there :func:`workspace` opens the workspace the worker's own environment describes, once per
+process and settings, closed when the process exits. What such tasks take and return crosses processes,
+so it is plain data (ids, lists, dicts of counts). The live reporting below does not cross processes: a
+task on a Dask worker reports no progress and no receipts to the command line that started the flow.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -47,15 +54,55 @@ def flow_workspace() -> Iterator[Workspace]:
 
 
 def workspace() -> Workspace:
-    """The workspace :func:`flow_workspace` opened for the flow run this task belongs to."""
+    """The workspace :func:`flow_workspace` opened for the flow run this task belongs to; on a Dask
+    worker, the one the worker's environment describes (:func:`worker_workspace`)."""
     key = _flow_run_id()
     with _lock:
         ws = _open.get(key)
+    if ws is None and _on_dask_worker():
+        return worker_workspace()
     if ws is None:
         raise ConfigError(
             f"no workspace is open in this process for flow run {key}: call the task inside its flow (which opens "
-            "one with flow_workspace()), with a task runner that runs tasks in the flow's process (the default)"
+            "one with flow_workspace()), with a task runner that runs tasks in the flow's process (the default) "
+            "or on Dask workers (ASSAY_DASK_ADDRESS, ASSAY_DASK_WORKERS)"
         )
+    return ws
+
+
+def _on_dask_worker() -> bool:
+    """Whether this code runs in a task on a Dask worker (Dask imported here means nothing otherwise)."""
+    if "distributed" not in sys.modules:
+        return False
+    from distributed import get_worker
+
+    try:
+        get_worker()
+    except ValueError:
+        return False
+    return True
+
+
+_workers: dict[str, Workspace] = {}
+
+
+def worker_workspace() -> Workspace:
+    """The workspace of this process's environment (``ASSAY_*``), opened once per process and settings and
+    closed when the process exits: a Dask worker's tasks share its engine and its warm lake."""
+    from multiprocessing.util import Finalize
+
+    from .workspace import load_settings
+
+    settings = load_settings()
+    key = repr(sorted((name, value.get_secret_value() if hasattr(value, "get_secret_value") else value)
+                      for name, value in settings))
+    with _lock:
+        ws = _workers.get(key)
+        if ws is None:
+            ws = _workers[key] = open_workspace(settings)
+            # multiprocessing's exit hook runs in a worker process (which skips atexit) and, through
+            # atexit, in a main process alike
+            Finalize(ws, ws.close, exitpriority=10)
     return ws
 
 

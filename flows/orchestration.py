@@ -24,13 +24,14 @@ from assay.storage.catalog.runs import get_run
 
 from . import operations as ops
 from .flow_context import emit, flow_workspace, io_task, listen, listening, progress_of, started, summed, workspace
+from .sweep_flows import nightly_sweep
 from .upkeep_flows import collect, compact, migrate_lake, reap, vacuum
 from .workspace import bind_temporary_server
 
 bind_temporary_server()  # Prefect's temporary server dies with the command, even a SIGKILLed one
 
-__all__ = ["collect", "compact", "judge", "listen", "migrate_lake", "reap", "rejudge", "rescore_materialise",
-           "run_suite", "vacuum"]
+__all__ = ["collect", "compact", "judge", "listen", "migrate_lake", "nightly_sweep", "reap", "rejudge",
+           "rescore_materialise", "run_suite", "vacuum"]
 
 VERDICT_COLUMNS = ("run_id", "consumer", "criteria_version", "verdict", "reason", "counted", "excluded", "case_runs")
 """The columns of a published verdict table."""

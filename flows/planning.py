@@ -5,7 +5,8 @@
   judge calls);
 - **re-score** when only a consumer's criteria changed (a query);
 - **none** otherwise. Never more than the change needs: a reworded assertion that a consumer does not
-  count leaves that consumer's verdict where it is.
+  count leaves that consumer's verdict where it is, and an edit made in place that no run reads (a
+  suite's name or tags, a case's title) is listed as such (``in_place``), with nothing to redo.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def _plan_suite(ws: Workspace, team: str, suite: Any, changed: list[Change], jud
         if (c.kind == "suites" and (c.action == "create" or {"target", "cases"} & set(c.fields)))
         or (c.kind == "cases" and c.action == "update" and "situation" in c.fields)
     ]  # fmt: skip
+    in_place = [c.line() for c in relevant if c.action == "update" and c.line() not in rerun]
     assertions = [c for c in relevant if c.kind == "assertions"]
     run_ids, per_case = _history(ws, team, suite.key)
     total = sum(per_case.values())
@@ -101,6 +103,6 @@ def _plan_suite(ws: Workspace, team: str, suite: Any, changed: list[Change], jud
     tier = max([c["tier"] for c in consumers] + (["re-judge"] if assertions else []) + (["re-run"] if rerun else []),
                key=TIERS.index, default="none")
     return {
-        "suite": f"{team}/{suite.key}", "tier": tier, "rerun_reasons": rerun,
+        "suite": f"{team}/{suite.key}", "tier": tier, "rerun_reasons": rerun, "in_place": in_place,
         "history": {"runs": len(run_ids), "case_runs": total}, "rejudge": rejudge, "consumers": consumers,
     }

@@ -249,6 +249,8 @@ def print_plan(console: Console, p: dict[str, Any]) -> None:
         console.print(f"[bold]{s['suite']}[/]: {s['tier']}  (history: {h['runs']} run(s), {h['case_runs']} case run(s))")
         for reason in s["rerun_reasons"]:
             console.print(f"  re-run because {reason}")
+        for edit in s["in_place"]:
+            console.print(f"  in place, nothing to redo: {edit}")
         if j["assertions"]:
             calls = f"{j['judge_calls']} judge call(s)" + ("" if j["judge_configured"] else " once a judge is configured")
             console.print(f"  re-judge: {j['outcomes']} new outcome(s), {j['results']} result(s) to evaluate, {calls}")

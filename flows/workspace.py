@@ -79,6 +79,12 @@ def require_current(engine: sa.Engine, settings: Settings) -> None:
     from assay.storage.catalog.engine import HEAD, current_revision
 
     found = current_revision(engine)
+    if found is not None and found > HEAD:  # revisions are numbered 0001, 0002, ...
+        raise ConfigError(
+            f"the catalog {mask_url(settings.resolved_catalog_url)} is at schema revision {found}, newer than this "
+            f"Assay knows (revision {HEAD}): a newer Assay ran `assay init` on it; install that version here "
+            "(workers and commands must run the version that migrated the catalog)"
+        )
     if found != HEAD:
         state = "has no schema yet" if found is None else f"is at schema revision {found}"
         raise ConfigError(
@@ -146,6 +152,7 @@ def use_prefect_home(settings: Settings, debug: bool = False) -> None:
             os.environ["PREFECT_API_URL"] = url
     if not debug:
         os.environ["PREFECT_LOGGING_LEVEL"] = "CRITICAL"
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # a Dask cluster's chatter (.task_runners)
 
 
 _WATCHDOG = """\

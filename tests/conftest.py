@@ -1,4 +1,4 @@
-"""Shared fixtures: a catalog on each database, a lake, settings pointing at a temp home.
+"""Shared fixtures: a catalog on each database, a lake, settings pointing at a temp home, a Prefect test server.
 
 PostgreSQL tests need ``ASSAY_TEST_POSTGRES_URL`` (e.g.
 ``postgresql+psycopg://assay:assay@127.0.0.1:5432/assay_test``). Without it they skip with a message;
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,9 +48,9 @@ def _postgres_base_url() -> str:
     return url
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A URL whose connections use a fresh, private schema (dropped afterwards)."""
+@contextmanager
+def _private_schema() -> Iterator[str]:
+    """A URL whose connections use a fresh, private schema, dropped when the block ends."""
     base = _postgres_base_url()
     schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(base)
@@ -62,6 +63,20 @@ def postgres_url() -> Iterator[str]:
         with admin.begin() as conn:
             conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
         admin.dispose()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A URL whose connections use a fresh, private schema (dropped afterwards)."""
+    with _private_schema() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_postgres_url() -> Iterator[str]:
+    """The same, shared by one test module (for installations a module builds once)."""
+    with _private_schema() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -79,6 +94,15 @@ def engine(catalog_url: str) -> Iterator[sa.Engine]:
     migrate(eng)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One Prefect test server for the whole test run: flows called in this process report to it."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
 
 
 @pytest.fixture

@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("core", "storage", "flows", "adapters", "transforms", "fakes")
 COMMAND = re.compile(r"`+assay ([^`]+?)`+")
 OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
-# Options of other programs that a string mentions on purpose (the fake vendors' own command lines).
-FOREIGN_OPTIONS: set[str] = set()
+# Options of other programs that a string mentions on purpose: `assay worker` starts
+# `prefect worker start --pool P --type process`.
+FOREIGN_OPTIONS: set[str] = {"type"}
 
 
 def _text(node: ast.AST) -> str | None:

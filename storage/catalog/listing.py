@@ -1,4 +1,5 @@
-"""What the catalog holds, as ``assay ls`` lists it: teams, suites, cases, assertions, criteria, consumers.
+"""What the catalog holds, as ``assay ls`` lists it: teams, suites, cases, assertions, criteria, consumers;
+and which suites carry a tag (:func:`suites_tagged`, what the nightly sweep runs).
 
 Each reader returns plain rows (dicts), optionally narrowed to one team or one suite; an unknown team
 or suite is an error naming the nearest and the known ones. A suite's assertions are its own and those
@@ -40,7 +41,7 @@ class Scope:
 
 def _suite_rows(conn: sa.Connection, scope: Scope) -> list[sa.Row]:
     s = t.suites
-    q = sa.select(s.c.suite_id, s.c.team_id, s.c.suite_key, s.c.name, s.c.target_kind, s.c.target)
+    q = sa.select(s.c.suite_id, s.c.team_id, s.c.suite_key, s.c.name, s.c.target_kind, s.c.target, s.c.tags)
     if scope.team:
         q = q.where(s.c.team_id == scope.team)
     if scope.suite_id:
@@ -105,9 +106,18 @@ def suites(conn: sa.Connection, scope: Scope) -> list[dict[str, Any]]:
     return [
         {"suite": f"{r.team_id}/{r.suite_key}", "team": r.team_id, "key": r.suite_key, "name": r.name,
          "target_kind": r.target_kind, "target": _target_label(r.target_kind, r.target),
-         "cases": len(members[r.suite_id]), "consumers": consumers[r.suite_id]}
+         "cases": len(members[r.suite_id]), "consumers": consumers[r.suite_id], "tags": list(r.tags)}
         for r in _suite_rows(conn, scope)
     ]
+
+
+def suites_tagged(conn: sa.Connection | sa.Engine, tag: str) -> list[str]:
+    """The suites (``TEAM/SUITE``, sorted) that carry ``tag``; none is an empty list, not an error."""
+    if isinstance(conn, sa.Engine):
+        with conn.connect() as c:
+            return suites_tagged(c, tag)
+    # tags are a JSON list, read the same way on SQLite and PostgreSQL: filtered here, not in SQL
+    return sorted(f"{r.team_id}/{r.suite_key}" for r in _suite_rows(conn, Scope()) if tag in r.tags)
 
 
 def cases(conn: sa.Connection, scope: Scope) -> list[dict[str, Any]]:

@@ -5,7 +5,8 @@ catalog and returns a :class:`BundleDiff` (per kind: created, updated, new versi
 :func:`apply_load` writes exactly that diff, all or nothing. :func:`load_bundle` does both inside one
 transaction, so nothing can change in between.
 
-Teams, consumers, cases and suites are editable: a change updates the row. Assertions and criteria
+Teams, consumers, cases and suites are editable: a change updates the row (a suite's tags are stored
+sorted, so reordering them is no change). Assertions and criteria
 are immutable: a changed assertion (mechanism, params, role, description) or criteria spec becomes a
 new version; the database itself refuses an in-place change. Anything in the catalog that the bundle
 no longer mentions is kept as it is, and the plan says so. Loading the same bundle twice changes
@@ -268,7 +269,7 @@ class _Planner:
         # The stored config is redacted; its hash is the raw file's, so rotating a key in it is a change
         # and reloading an unchanged file is not.
         values = {"name": suite.name, "target_kind": target.kind, "target": redact(target.target),
-                  "target_hash": target.hash}  # fmt: skip
+                  "target_hash": target.hash, "tags": sorted(suite.tags)}  # fmt: skip
         row = self.state.suites.get((team_id, suite.key))
         suite_id = row.suite_id if row is not None else new_id()
         new = {"suite_id": suite_id, "team_id": team_id, "suite_key": suite.key, **values,
@@ -279,6 +280,7 @@ class _Planner:
             "name": (row.name, suite.name),
             "target": ((row.target_kind, row.target_hash), (target.kind, target.hash)),
             "cases": (stored_members, members),
+            "tags": (row.tags, values["tags"]),
         }  # fmt: skip
         inserts = [
             Write(t.suite_cases, "insert", {"suite_id": suite_id, "case_id": c, "position": p}) for c, p in members

@@ -115,6 +115,8 @@ suites = sa.Table(
     sa.Column("target_kind", sa.String(16), nullable=False),
     sa.Column("target", sa.JSON, nullable=False),
     sa.Column("target_hash", sa.String(64), nullable=False),
+    sa.Column("tags", sa.JSON, nullable=False, default=list, server_default="[]",
+              doc="The suite's tags, a sorted JSON list (`nightly`: the nightly sweep re-runs it)."),
     *_stamps(),
     sa.UniqueConstraint("team_id", "suite_key", name="uq_suites_team_key"),
     sa.CheckConstraint("target_kind IN ('config', 'call_set')", name="target_kind"),

@@ -1,6 +1,6 @@
 """The conformance kit's report: at the end of a session, each runner's declared gaps with their reasons.
 
-A declared gap runs as a strict xfail (see ``test_runner_contract._params``); this summary makes the
+A declared gap runs as a strict xfail (see ``kit.per_runner``); this summary makes the
 list visible even when every test is green, so a gap is never forgotten.
 """
 

@@ -17,7 +17,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from factories import seed_suite
-from kit import RUNNERS, Contract, claim_once, declared_gaps, die_after_first_report, drive_any, prepare, reports_of
+import test_flow_backends  # noqa: F401  (its per-runner tests are kit tests too: a runner may declare gaps in them)
+from kit import (
+    KIT_TESTS, RUNNERS, Contract, claim_once, die_after_first_report, drive_any, gap_params, per_runner, prepare,
+    reports_of,
+)
 
 from assay.core.errors import LeaseError
 from assay.core.mechanisms import FAMILY_EVIDENCE, MECHANISMS, family
@@ -25,26 +29,6 @@ from assay.core.plugins import runner_class
 from assay.core.runner import TARGET_KINDS, Lease, RunContext, teardown_scratch
 from assay.storage.catalog.runs import create_run, get_run, run_details
 from assay.storage.lake import Lake
-
-
-KIT_TESTS: set[str] = set()
-"""The names of the per-runner tests: what a runner's declared gap may name."""
-
-
-def _params(test: str) -> list:
-    params: list = []
-    for name in RUNNERS:
-        reason = declared_gaps(name).get(test)
-        if reason is None:
-            params.append(name)
-        else:
-            params.append(pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason)))
-    return params
-
-
-def per_runner(test):
-    KIT_TESTS.add(test.__name__)
-    return pytest.mark.parametrize("runner_name", _params(test.__name__))(test)
 
 
 @pytest.fixture
@@ -223,7 +207,7 @@ def test_racing_processes_claim_exactly_once(engine: sa.Engine, catalog_url: str
 
 def test_a_known_gap_becomes_a_strict_xfail_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner_class("fixed"), "known_gaps", {"test_some_contract": "fixed cannot do this yet"})
-    params = _params("test_some_contract")
+    params = gap_params("test_some_contract")
     [gap] = [p for p in params if not isinstance(p, str)]
     assert gap.values == ("fixed",)
     [mark] = gap.marks

@@ -1,4 +1,5 @@
-"""Flow fixtures: one Prefect test harness for the whole test run, and a workspace with the demo bundle."""
+"""Flow fixtures: a workspace with the demo bundle (the Prefect test harness, ``prefect_harness``, is in
+``tests/conftest.py``: the conformance kit runs flows too)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,6 @@ import pytest
 from assay.flows import operations as ops
 from assay.flows.demo import DEMO
 from assay.flows.workspace import open_workspace
-
-
-@pytest.fixture(scope="session")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 @pytest.fixture

@@ -13,10 +13,12 @@ import pytest
 HEAVY = ("polars", "duckdb", "prefect", "pyarrow", "pandera", "sqlalchemy", "alembic")
 
 
-def assay(*args: str, home: Path, check: int | None = 0, columns: int = 200) -> subprocess.CompletedProcess:
+def assay(*args: str, home: Path, check: int | None = 0, columns: int = 200,
+          extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     home.mkdir(parents=True, exist_ok=True)  # only `assay init` and the demo create one
     env.update(ASSAY_HOME=str(home), PREFECT_HOME=str(home / "prefect"), NO_COLOR="1", COLUMNS=str(columns))
+    env.update(extra_env or {})
     proc = subprocess.run(
         [sys.executable, "-m", "assay.flows.cli", *args], env=env, capture_output=True, text=True, timeout=300
     )

@@ -184,6 +184,12 @@ def test_a_catalog_behind_the_code_is_refused_until_init_upgrades_it(assay_home:
             ws.close()
     out, _ = cli(capsys, "runs", "list", "--json")
     assert json.loads(out)["runs"] == []
+    newer = catalog_engine.create_catalog_engine(Settings().resolved_catalog_url)
+    with newer.begin() as conn:  # as if a newer Assay had run `assay init` on it (a worker not yet upgraded)
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
+    newer.dispose()
+    _, err = cli(capsys, "runs", "list", code=1)
+    assert "is at schema revision 9999, newer than this Assay knows" in err and "install that version" in err
 
 
 def test_a_retried_task_uses_its_flow_runs_workspace(prefect_harness, home: Path, engines: list[dict],

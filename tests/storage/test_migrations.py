@@ -45,3 +45,26 @@ def test_head_names_the_newest_revision(engine: sa.Engine) -> None:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     assert ScriptDirectory.from_config(cfg).get_heads() == [HEAD] and current_revision(engine) == HEAD
+
+
+def test_suites_stored_before_tags_have_none(catalog_url: str) -> None:
+    from datetime import datetime
+
+    from assay.storage.catalog.engine import HEAD, create_catalog_engine, current_revision
+    from assay.storage.catalog.tables import suites
+
+    engine = create_catalog_engine(catalog_url)
+    try:
+        migrate(engine, "0004")
+        now = datetime(2026, 1, 1)
+        with engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO teams (team_id, name, created_at) VALUES ('t', 'T', :now)"), {"now": now})
+            conn.execute(sa.text(
+                "INSERT INTO suites (suite_id, team_id, suite_key, name, target_kind, target, target_hash, created_at, "
+                "updated_at) VALUES ('s1', 't', 'main', 'Main', 'config', '{}', 'h', :now, :now)"), {"now": now})
+        migrate(engine)
+        assert current_revision(engine) == HEAD == "0005"
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(suites.c.suite_id, suites.c.tags)).all() == [("s1", [])]
+    finally:
+        engine.dispose()

@@ -1,0 +1,149 @@
+"""The run-suite flow's overhead: 1,000 case runs through ``orchestration.run_suite`` against the plain functions.
+
+A generated suite: one team, 1,000 cases, a call set of 1,000 recorded calls (one per case, about 2 KB
+of transcript each; the ``recorded`` runner), four deterministic assertions and a criteria for one
+consumer. Both arms run in this process against one embedded workspace (SQLite, local lake):
+
+- A (baseline): :func:`assay.flows.operations.run_to_final` on a workspace opened once: create,
+  execute, judge, finalise as plain calls;
+- B: the ``run_suite`` flow, reporting to the workspace's own Prefect server (``assay server start`` in
+  the bench's ``ASSAY_HOME``, stopped at the end): the flow and task runs, their states and the
+  verdicts artifact go to that server, and the flow opens its own workspace.
+
+Each arm runs once untimed (imports, the flow's first registration), then 5 times, the arms
+alternating; the value is median B / median A.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .common import Result, workdir
+from .ingest import write_call_set
+
+CASES = 1_000
+REPEATS = 5
+TARGET = 1.2
+TEAM, SUITE, CONSUMER = "bench-flows", "calls", "ci"
+ASSERTIONS = [
+    {"key": "mentions_area", "mechanism": "transcript.contains", "params": {"text": "service area", "role": "agent"}},
+    {"key": "checks_area", "mechanism": "tool.called", "params": {"tool": "check_service_area"}},
+    {"key": "stays_short", "mechanism": "transcript.max_turns", "params": {"max": 12}},
+    {"key": "guardrail", "mechanism": "vendor.evaluation", "params": {"name": "handles_out_of_area"}},
+]
+
+
+def _bundle(work: Path) -> Path:
+    """The generated bundle and its call set, written under ``work``."""
+    cases = [f"case-{i:04d}" for i in range(CASES)]
+    write_call_set(work / "calls.jsonl", CASES, cases=cases)
+    bundle = {
+        "schema": "assay.bundle/v1",
+        "consumers": [{"key": CONSUMER, "description": "The bench's gate."}],
+        "teams": [{
+            "id": TEAM, "name": "Bench flows",
+            "cases": [{"key": k, "title": k, "situation": {"caller": "a caller", "wants": "help"}} for k in cases],
+            "suites": [{
+                "key": SUITE, "name": SUITE, "target": {"call_set": "calls.jsonl"}, "cases": cases,
+                "assertions": ASSERTIONS,
+                "criteria": {CONSUMER: {"required": ["checks_area", "stays_short"],
+                                        "threshold": [{"keys": ["mentions_area", "guardrail"], "min": 0.5}]}},
+            }],
+        }],
+    }
+    path = work / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    return path
+
+
+def run() -> list[Result]:
+    work = workdir("flows")
+    home = work / "home"
+    bundle = _bundle(work)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_"))}
+    env["ASSAY_HOME"] = str(home)
+
+    def assay(*args: str) -> None:
+        subprocess.run([sys.executable, "-m", "assay.flows.cli", *args], env=env, check=True, capture_output=True)
+
+    home.mkdir()
+    assay("init")
+    assay("load", str(bundle))
+    assay("server", "start")
+    saved = dict(os.environ)
+    try:
+        return _measure(home)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        assay("server", "stop")
+
+
+def _measure(home: Path) -> list[Result]:
+    from assay.core.settings import Settings
+    from assay.flows.server import api_url_if_up
+    from assay.flows.workspace import open_workspace, use_prefect_home
+
+    for key in [k for k in os.environ if k.startswith(("ASSAY_", "PREFECT_API_URL"))]:
+        del os.environ[key]
+    os.environ["ASSAY_HOME"] = str(home)  # the flow opens its workspace from the environment
+    settings = Settings()
+    api_url = api_url_if_up(settings)
+    assert api_url, f"the workspace's Prefect server in {home} is not answering"
+    use_prefect_home(settings)  # before Prefect is imported: its home, telemetry off, PREFECT_API_URL
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):  # even if Prefect was imported earlier
+        from assay.flows import operations as ops
+        from assay.flows.orchestration import run_suite
+
+        suite = f"{TEAM}/{SUITE}"
+        ws = open_workspace(settings)
+        try:
+            def plain() -> dict[str, Any]:
+                return ops.run_to_final(ws, suite).to_dict()
+
+            def flow() -> dict[str, Any]:
+                return run_suite(suite)["run"]
+
+            times: dict[str, list[float]] = {"plain": [], "flow": []}
+            arms: list[tuple[str, Callable[[], dict[str, Any]]]] = [("plain", plain), ("flow", flow)]
+            for _, arm in arms:  # warm-up, untimed
+                _check(arm())
+            for _ in range(REPEATS):
+                for name, arm in arms:
+                    began = time.perf_counter()
+                    done = arm()
+                    times[name].append(time.perf_counter() - began)
+                    _check(done)
+        finally:
+            ws.close()
+    a, b = statistics.median(times["plain"]), statistics.median(times["flow"])
+    ratio = b / a
+    laps = "; ".join(f"{name} " + ", ".join(f"{t:.2f}" for t in laps) for name, laps in times.items())
+    return [Result(
+        name="flows.overhead", value=round(ratio, 2), unit="x", baseline=None, ratio=None,
+        target=f"<= {TARGET:g}x the plain functions", met=ratio <= TARGET,
+        note=f"run-suite flow (B) vs operations.run_to_final (A), in one process, one suite of {CASES:,} cases and "
+             f"{CASES:,} recorded calls x {len(ASSERTIONS)} deterministic assertions, embedded workspace, the "
+             f"workspace's Prefect server up; medians of {REPEATS} alternating: A {a:.2f}s, B {b:.2f}s "
+             f"(B - A = {b - a:.2f}s); each arm warmed up once untimed; seconds: {laps}",
+    )]
+
+
+def _check(run: dict[str, Any]) -> None:
+    assert run["status"] == "completed" and run["case_runs"] == CASES, run
+
+
+if __name__ == "__main__":
+    for r in run():
+        print(r)
