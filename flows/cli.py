@@ -148,7 +148,7 @@ def reap(as_json: JsonOpt = False) -> None:
     runs left released."""
     from . import orchestration
 
-    result = orchestration.reap()
+    result = orchestration.attend(orchestration.reap)
     if not _emit("assay.reap", result, as_json):
         timed_out = {k: v for k, v in result.items() if not k.startswith("scratch_") and k != "finalised_released"}
         n = sum(map(len, timed_out.values()))

@@ -24,7 +24,7 @@ def collect(
     """Poll outstanding asynchronous runs: store, judge and finalise what finished; time out what is past its deadline."""
     from . import cli, orchestration
 
-    result = orchestration.collect(concurrency)
+    result = orchestration.attend(orchestration.collect, concurrency)
     if cli._emit("assay.collect", result, as_json):
         return
     console = cli._console()

@@ -20,9 +20,9 @@ def register(app: typer.Typer) -> None:
 def lake_migrate(as_json: JsonOpt = False) -> None:
     """List a lake written by an earlier Assay in the catalog's manifest, de-duplicating once."""
     from . import cli
-    from .orchestration import migrate_lake
+    from .orchestration import attend, migrate_lake
 
-    result = migrate_lake()
+    result = attend(migrate_lake)
     if not cli._emit("assay.lake.migrate", {"tables": result}, as_json):
         if not result:
             cli._console().print("the lake is listed by the manifest already: nothing to do")
@@ -39,10 +39,10 @@ def lake_compact(
 ) -> None:
     """Rewrite each partition's small files into larger ones, sorted for re-scoring (old files go at vacuum)."""
     from . import cli
-    from .orchestration import compact
+    from .orchestration import attend, compact
     from .task_runners import wide
 
-    result = wide(compact)(table, team)
+    result = attend(wide(compact), table, team)
     if not cli._emit("assay.lake.compact", result, as_json):
         cli._console().print(f"compacted {result['partitions']} partition(s): {result['files_in']} file(s) -> "
                          f"{result['files_out']}, {result['rows']} row(s)"
@@ -53,8 +53,8 @@ def lake_compact(
 def lake_vacuum(as_json: JsonOpt = False) -> None:
     """Delete lake files nobody reads (unlisted, or superseded) once past the grace period."""
     from . import cli
-    from .orchestration import vacuum
+    from .orchestration import attend, vacuum
 
-    result = vacuum()
+    result = attend(vacuum)
     if not cli._emit("assay.lake.vacuum", result, as_json):
         cli._console().print(f"deleted {result['unnamed']} unlisted and {result['retired']} retired file(s)")

@@ -6,9 +6,11 @@ to a store retry, and only on errors whose class says retrying can help (``Assay
 on a database that is momentarily unavailable. The runner's own execution is not retried: a report is
 idempotent, but a vendor call is not ours to repeat blindly.
 
-The flows, by the names a deployment imports them: :func:`run_suite`, :func:`judge`, :func:`rejudge`,
-:func:`rescore_materialise` here; :func:`reap`, :func:`collect`, :func:`compact`, :func:`vacuum` and
-:func:`migrate_lake` in :mod:`.upkeep_flows`.
+The flows: :func:`run_suite`, :func:`judge`, :func:`rejudge`, :func:`rescore_materialise` here;
+:func:`reap`, :func:`collect`, :func:`compact`, :func:`vacuum` and :func:`migrate_lake` in
+:mod:`.upkeep_flows`; :func:`projections` in :mod:`.projection_flows`; :func:`nightly_sweep` in
+:mod:`.sweep_flows`. All are importable from here; :mod:`.deployments` declares them as deployments.
+The command line calls them in its own process with :func:`attend` (or :func:`watched`).
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from assay.storage.catalog.runs import get_run
 
 from . import operations as ops
 from .flow_context import emit, flow_workspace, io_task, listen, listening, progress_of, started, summed, workspace
+from .projection_flows import projections
 from .sweep_flows import nightly_sweep
 from .upkeep_flows import collect, compact, migrate_lake, reap, vacuum
 from .workspace import bind_temporary_server
 
 bind_temporary_server()  # Prefect's temporary server dies with the command, even a SIGKILLed one
 
-__all__ = ["collect", "compact", "judge", "listen", "migrate_lake", "nightly_sweep", "reap", "rejudge",
-           "rescore_materialise", "run_suite", "vacuum"]
+__all__ = ["attend", "collect", "compact", "judge", "listen", "migrate_lake", "nightly_sweep", "projections", "reap",
+           "rejudge", "rescore_materialise", "run_suite", "vacuum"]
 
 VERDICT_COLUMNS = ("run_id", "consumer", "criteria_version", "verdict", "reason", "counted", "excluded", "case_runs")
 """The columns of a published verdict table."""
@@ -171,13 +174,28 @@ def rescore_task(suite: str, consumer: str, version: int | None, spec: dict[str,
                    progress=None if tell is None else (lambda done, total: tell(done, total, "runs")))
 
 
+def attend(job: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call the flow ``job`` in this process as a command does: waiting on it, so without Prefect's
+    heartbeat thread.
+
+    A heartbeat tells a server that a flow run nobody watches still lives; a command's flow run has its
+    user watching, and a killed command's run is ended by the catalog's lease and ``assay reap``. The
+    thread would also hold the command up to a second at the end of every flow run (it sleeps in whole
+    seconds before it sees the flow is over). Deployments' flow runs, in a worker, keep their heartbeats.
+    """
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        return job(*args, **kwargs)
+
+
 def watched(console: Any, description: str, unit: str, quiet: bool, job: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call the flow ``job`` in this process with a live count of its progress (the command line's bar)."""
+    """Call the flow ``job`` as :func:`attend` does, with a live count of its progress (the command line's bar)."""
     from .progress import live_count
 
     with live_count(console, description, unit=unit, quiet=quiet) as count:
         listen(None, progress=count.update)
         try:
-            return job(*args, **kwargs)
+            return attend(job, *args, **kwargs)
         finally:
             listen(None)

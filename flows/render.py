@@ -25,7 +25,7 @@ def run_with_progress(
     with live_count(console, suite, unit="case runs", of="cases", quiet=quiet) as count:
         orchestration.listen(lambda receipt: count.advance(receipt.case_runs), on_start=count.total)
         try:
-            result = orchestration.run_suite(suite, runner, deadline, runner_options)
+            result = orchestration.attend(orchestration.run_suite, suite, runner, deadline, runner_options)
         finally:
             orchestration.listen(None)
     ws = open_workspace()

@@ -65,7 +65,8 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
     with ws.engine.connect() as conn:
         names = codes.names_of(conn)
     coded = ws.lake.collect(counted_run_verdicts(counts, spec, key_codes, names), "run_key_counts", where)
-    run_ids_of = pl.DataFrame({"run": list(by_code), "run_id": list(by_code.values())})
+    run_ids_of = pl.DataFrame({"run": list(by_code), "run_id": list(by_code.values())},
+                              schema={"run": coded.schema["run"], "run_id": pl.String})  # typed when there are none
     return coded.join(run_ids_of, on="run").select("run_id", *VERDICT_COLUMNS).sort("run_id")
 
 

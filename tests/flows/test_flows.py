@@ -212,3 +212,18 @@ def test_a_retried_task_uses_its_flow_runs_workspace(prefect_harness, home: Path
     assert reap()["lease_expired"] == []
     assert len(seen) == 2 and seen[0] is seen[1]
     assert len(engines) == 1 and engines[0]["disposed"]
+
+
+def test_a_command_waits_on_its_flow_runs_without_a_heartbeat(prefect_harness) -> None:
+    from prefect import flow
+    from prefect.settings import get_current_settings
+
+    from assay.flows.orchestration import attend
+
+    @flow(name="heartbeat-probe")
+    def probe() -> int | None:
+        return get_current_settings().flows.heartbeat_frequency
+
+    assert probe() == 180  # a worker's flow runs keep Prefect's heartbeat
+    assert attend(probe) is None  # a command's do not: it would hold the command up to a second
+    assert probe() == 180  # and only for that call
