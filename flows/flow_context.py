@@ -71,7 +71,7 @@ def workspace() -> Workspace:
 
 
 def _on_dask_worker() -> bool:
-    """Whether this code runs in a task on a Dask worker (Dask imported here means nothing otherwise)."""
+    """Whether this code runs in a task on a Dask worker (never in a process that has not imported Dask)."""
     if "distributed" not in sys.modules:
         return False
     from distributed import get_worker
@@ -100,8 +100,8 @@ def worker_workspace() -> Workspace:
         ws = _workers.get(key)
         if ws is None:
             ws = _workers[key] = open_workspace(settings)
-            # multiprocessing's exit hook runs in a worker process (which skips atexit) and, through
-            # atexit, in a main process alike
+            # multiprocessing's exit hook runs in a child process (a fork-started one skips atexit) and,
+            # through atexit, in a main process alike
             Finalize(ws, ws.close, exitpriority=10)
     return ws
 

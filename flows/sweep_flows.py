@@ -72,6 +72,9 @@ def nightly_sweep(tag: str = "nightly") -> dict[str, Any]:
     met (a ``rejudge`` subflow each). Returns per suite its run, status, verdicts and re-judge counts;
     publishes them as the table artifact ``nightly-sweep``. No suite tagged: nothing runs, and says so."""
     from .orchestration import rejudge, run_suite  # here: orchestration re-exports this flow
+    from .task_runners import wide
+
+    rejudge = wide(rejudge)  # mapped over the configured task runner (Dask, when the settings name one)
 
     with flow_workspace() as ws:
         tagged = suites_tagged(ws.engine, tag)

@@ -2,7 +2,9 @@
 
 A real ``distributed.LocalCluster`` of worker processes runs in the test; the real command line
 (``assay rejudge``, ``assay lake compact``) is pointed at it with ``ASSAY_DASK_ADDRESS``. Its results must
-equal those of the same command on Prefect's default thread pool over a copy of the same workspace.
+equal those of the same command on Prefect's default thread pool over a copy of the same workspace, on
+the embedded default (SQLite, local lake) and on PostgreSQL with an S3 lake. ``ASSAY_DASK_WORKERS``
+makes the command start a cluster of its own.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,12 +66,12 @@ def on_threads(judged_home: Path) -> Rejudged:
     return Rejudged(selection, document, _current_results(judged_home), _current_results(plain))
 
 
-def _current_results(home: Path) -> pl.DataFrame:
+def _current_results(home: Path, **urls: str) -> pl.DataFrame:
     """Each case run's latest outcome's results, without ids or times that differ between workspaces."""
     from assay.flows.workspace import open_workspace
     from assay.transforms.verdicts import latest
 
-    ws = open_workspace(Settings(home=home))
+    ws = open_workspace(Settings(home=home, **urls))
     try:
         return latest(ws.lake.scan("assertion_results")).select(COMPARED).collect().sort(COMPARED, nulls_last=True)
     finally:
@@ -79,16 +82,24 @@ def _current_results(home: Path) -> pl.DataFrame:
 def dask_cluster(judged_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[object, Path]]:
     """Two worker processes of one thread each, started with ASSAY_HOME naming a copy of the workspace
     (each worker process inherits the environment: their tasks open that workspace)."""
-    from distributed import Client, LocalCluster
-
     home = tmp_path / "on-dask"
     shutil.copytree(judged_home, home)
-    monkeypatch.setenv("ASSAY_HOME", str(home))
-    monkeypatch.setenv("PREFECT_HOME", str(home / "prefect"))
+    with _cluster(monkeypatch, ASSAY_HOME=str(home)) as client:
+        yield client, home
+
+
+@contextmanager
+def _cluster(monkeypatch: pytest.MonkeyPatch, **env: str) -> Iterator[object]:
+    """A client of a local cluster of two worker processes, which inherit ``env`` (set before they start)."""
+    from distributed import Client, LocalCluster
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PREFECT_HOME", str(Path(env["ASSAY_HOME"]) / "prefect"))
     monkeypatch.setenv("PREFECT_LOGGING_TO_API_ENABLED", "false")  # the CLI's temporary server leaves first
     with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
-        yield client, home
+        yield client
 
 
 def test_rejudge_on_dask_workers_equals_the_default_runner(on_threads: Rejudged, dask_cluster) -> None:
@@ -126,8 +137,38 @@ def test_rejudge_on_a_temporary_cluster_prints_only_its_result(judged_home: Path
     home = tmp_path / "own-cluster"
     shutil.copytree(judged_home, home)
     proc = assay("rejudge", *on_threads.selection, home=home, extra_env={"ASSAY_DASK_WORKERS": "2"}, columns=80)
-    assert proc.stdout.startswith("judged 12 case run(s) of 3 run(s)") and proc.stderr == "", (proc.stdout, proc.stderr)
+    doc = on_threads.document
+    said = f"judged {doc['case_runs']} case run(s) of 3 run(s): {doc['outcomes']} new outcome(s)"
+    assert proc.stdout.startswith(said) and proc.stderr == "", (proc.stdout, proc.stderr)
     assert _current_results(home).equals(on_threads.after)
+
+
+@pytest.mark.postgres
+def test_rejudge_on_dask_with_a_postgres_catalog_and_an_s3_lake(postgres_url: str, s3_lake, tmp_path: Path,
+                                                               on_threads: Rejudged, monkeypatch) -> None:
+    """The production shape: the workers reach the same PostgreSQL catalog and S3 lake as the command."""
+    from distributed import get_task_stream
+
+    home = tmp_path / "home"
+    urls = {"ASSAY_CATALOG_URL": postgres_url, "ASSAY_LAKE_URL": s3_lake.url}
+    assay("init", home=home, extra_env=urls)
+    assay("load", str(DEMO / "bundle.yaml"), home=home, extra_env=urls)
+    for suite in ("acme-plumbing/main-line", "northside-hvac/recorded-calls", "acme-plumbing/main-line"):
+        assay("run", suite, home=home, extra_env=urls)
+    assay("load", str(DEMO / "revised.yaml"), home=home, extra_env=urls)
+    runs = json.loads(assay("runs", "list", "--json", home=home, extra_env=urls).stdout)["runs"]
+    selection = [arg for run in runs for arg in ("--run", run["run_id"])]
+    with _cluster(monkeypatch, ASSAY_HOME=str(home), **urls) as client, get_task_stream(client) as stream:
+        env = {**urls, "ASSAY_DASK_ADDRESS": client.scheduler.address}
+        on_dask = json.loads(assay("rejudge", *selection, "--json", home=home, extra_env=env).stdout)
+        opened = client.run(_worker_catalogs)
+    assert len([t for t in stream.data if "judge_runs_task" in t["key"]]) == 3, stream.data
+    assert {(postgres_url, s3_lake.url)} == {c for catalogs in opened.values() for c in catalogs}, opened
+    # the same demo evidence, judged the same (ids differ: another workspace)
+    assert on_dask == on_threads.document
+    results = _current_results(home, catalog_url=postgres_url, lake_url=s3_lake.url).drop("case_run_id")
+    assert results.sort(results.columns, nulls_last=True).equals(
+        on_threads.after.drop("case_run_id").sort(results.columns, nulls_last=True))
 
 
 def _worker_homes() -> list[str]:
@@ -135,6 +176,14 @@ def _worker_homes() -> list[str]:
     from assay.flows import flow_context
 
     return sorted(str(ws.settings.home.resolve()) for ws in flow_context._workers.values())
+
+
+def _worker_catalogs() -> list[tuple[str, str]]:
+    """The catalog and lake of each workspace a Dask worker process opened."""
+    from assay.flows import flow_context
+
+    return sorted((ws.settings.resolved_catalog_url, ws.settings.resolved_lake_url)
+                  for ws in flow_context._workers.values())
 
 
 @pytest.mark.parametrize(("settings", "expected"), [
@@ -164,6 +213,8 @@ def test_wide_reads_the_environment_when_called(monkeypatch: pytest.MonkeyPatch,
     from assay.flows.orchestration import compact
 
     monkeypatch.setenv("ASSAY_HOME", str(tmp_path))
+    for name in ("ASSAY_DASK_ADDRESS", "ASSAY_DASK_WORKERS"):
+        monkeypatch.delenv(name, raising=False)
     assert wide(compact) is compact
     monkeypatch.setenv("ASSAY_DASK_ADDRESS", "tcp://127.0.0.1:8786")
     assert wide(compact).task_runner.address == "tcp://127.0.0.1:8786"
