@@ -107,30 +107,31 @@ def _measure(home: Path) -> list[Result]:
         from assay.flows.orchestration import attend, run_suite
 
         suite = f"{TEAM}/{SUITE}"
-        ws = open_workspace(settings)
-        try:
-            def plain() -> dict[str, Any]:
+
+        def plain() -> dict[str, Any]:  # one workspace per job, as a flow run opens one: not Prefect's cost
+            ws = open_workspace(settings)
+            try:
                 return ops.run_to_final(ws, suite).to_dict()
+            finally:
+                ws.close()
 
-            def flow() -> dict[str, Any]:  # as `assay run` calls it
-                return attend(run_suite, suite)["run"]
+        def flow() -> dict[str, Any]:  # as `assay run` calls it
+            return attend(run_suite, suite)["run"]
 
-            def heartbeat() -> dict[str, Any]:  # as a worker's flow-run process runs it: Prefect's heartbeat on
-                return run_suite(suite)["run"]
+        def heartbeat() -> dict[str, Any]:  # as a worker's flow-run process runs it: Prefect's heartbeat on
+            return run_suite(suite)["run"]
 
-            times: dict[str, list[float]] = {"plain": [], "flow": [], "heartbeat": []}
-            arms: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-                ("plain", plain), ("flow", flow), ("heartbeat", heartbeat)]
-            for _, arm in arms:  # warm-up, untimed
-                _check(arm())
-            for _ in range(REPEATS):
-                for name, arm in arms:
-                    began = time.perf_counter()
-                    done = arm()
-                    times[name].append(time.perf_counter() - began)
-                    _check(done)
-        finally:
-            ws.close()
+        times: dict[str, list[float]] = {"plain": [], "flow": [], "heartbeat": []}
+        arms: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+            ("plain", plain), ("flow", flow), ("heartbeat", heartbeat)]
+        for _, arm in arms:  # warm-up, untimed
+            _check(arm())
+        for _ in range(REPEATS):
+            for name, arm in arms:
+                began = time.perf_counter()
+                done = arm()
+                times[name].append(time.perf_counter() - began)
+                _check(done)
     a, b, h = (statistics.median(times[arm]) for arm in ("plain", "flow", "heartbeat"))
     laps = "; ".join(f"{name} " + ", ".join(f"{t:.2f}" for t in laps) for name, laps in times.items())
     what = (f"one process, one suite of {CASES:,} cases and {CASES:,} recorded calls x {len(ASSERTIONS)} deterministic "

@@ -183,9 +183,13 @@ def attend(job: Any, *args: Any, **kwargs: Any) -> Any:
     thread would also hold the command up to a second at the end of every flow run (it sleeps in whole
     seconds before it sees the flow is over). Deployments' flow runs, in a worker, keep their heartbeats.
     """
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+    from prefect.context import SettingsContext, get_settings_context
 
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    current = get_settings_context()
+    # a copy of the settings in force with one field changed: no re-reading of the environment and
+    # profiles (prefect.settings.temporary_settings does that, at a tenth of a second)
+    flows = current.settings.flows.model_copy(update={"heartbeat_frequency": None})
+    with SettingsContext(profile=current.profile, settings=current.settings.model_copy(update={"flows": flows})):
         return job(*args, **kwargs)
 
 
