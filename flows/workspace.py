@@ -153,6 +153,13 @@ def use_prefect_home(settings: Settings, debug: bool = False) -> None:
     if not debug:
         os.environ["PREFECT_LOGGING_LEVEL"] = "CRITICAL"
         os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # a Dask cluster's chatter (.task_runners)
+        import logging
+
+        # Prefect's background senders log under top-level names, outside the `prefect` logger the level
+        # above governs: "Still processing items" when a command ends before its events are all sent
+        # (they are sent before the process exits).
+        for sender in ("EventsWorker", "APILogWorker"):
+            logging.getLogger(sender).setLevel(logging.CRITICAL)
 
 
 _WATCHDOG = """\
