@@ -163,7 +163,8 @@ def rescore_materialise(suite: str, consumer: str, version: int | None = None,
 
 @task
 def rescore_task(suite: str, consumer: str, version: int | None, spec: dict[str, Any] | None) -> dict[str, Any]:
-    """Re-score and append the verdicts (not retried: a second append would add the rows twice)."""
+    """Re-score and append the verdicts. Not retried: the command reports a failure and its user decides;
+    appending again is safe (one row per run, consumer and spec: :func:`assay.storage.judgments.write_verdicts`)."""
     from assay.core.criteria import CriteriaSpec
 
     from .rescoring import rescore
