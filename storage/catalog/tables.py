@@ -371,3 +371,15 @@ vendor_mappings = sa.Table(
 )
 """How a run's assertions were sent to a vendor's own slots (Hamming's selected assertions): the
 vendor's id and the name it had then, so a renamed vendor assertion is detected, never mis-joined."""
+
+projection_marks = sa.Table(
+    "projection_marks",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("through_file_id", sa.Integer, nullable=False),
+    sa.Column("through_at", UtcDateTime(), nullable=False),
+    sa.Column("passes", sa.Integer, nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+)
+"""How far each incremental projection (the fleet tables) has read: every lake file up to
+``through_file_id`` and every catalog change (finalisation, criteria version) before ``through_at`` is in it."""
