@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench notebooks clean
 
 install: $(STAMP)
 
@@ -25,6 +25,20 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The analyst notebooks in JupyterLab, on the demo's workspace (`make demo` fills it) unless ASSAY_HOME
+# names another. The kernelspec is rewritten to start this venv's Python, whatever `python` is on PATH.
+NOTEBOOKS_STAMP := $(VENV)/.notebooks-installed
+
+$(NOTEBOOKS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[notebooks]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (ipykernel)'
+	touch $(NOTEBOOKS_STAMP)
+
+notebooks: $(NOTEBOOKS_STAMP)
+	@home="$$(realpath -m "$${ASSAY_HOME:-$(DEMO_HOME)}")"; \
+	test -d "$$home" || { echo "no workspace at $$home: run \`make demo\` first, or set ASSAY_HOME to one"; exit 1; }; \
+	echo "ASSAY_HOME=$$home"; ASSAY_HOME="$$home" exec $(BIN)/jupyter lab notebooks
 
 clean:
 	rm -rf $(VENV) .assay bench/.work

@@ -36,6 +36,7 @@ from .bundle_models import (
     criteria_spec,
 )
 from .bundle_rules import consistency_problems, location_path, pydantic_problems, resolve_targets, vendor_problems
+from .bundle_templates import template_problems
 from .bundle_input import InputLimits, InputProblem, hostile_values, read_capped, utf8
 from .errors import BundleError
 
@@ -91,6 +92,7 @@ def validate_bundle(raw: Any, file: str, base_dir: Path | None = None, limits: I
     # Cross-checks read names from the file itself, so a broken bundle still gets all of them.
     more, suites = consistency_problems(raw, bundle)
     problems += more
+    problems += template_problems(raw)
     problems += resolve_targets(suites, base_dir, limits)
     if problems:
         raise BundleError(file, [(location_path(loc), what) for loc, what in problems])

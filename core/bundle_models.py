@@ -6,14 +6,10 @@ cannot express live in :mod:`.bundle` and :mod:`.bundle_rules`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -23,8 +19,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .bundle_base import Identifier, Text, _Model
+from .bundle_templates import TemplateDef, TemplateGroupDef
 from .criteria import CriteriaSpec
-from .ids import IDENTIFIER_RULE, content_hash, is_identifier
+from .ids import content_hash
 from .mechanisms import MECHANISMS, validate_params
 from .names import nearest
 
@@ -53,22 +51,6 @@ _ONE_CALL_PER_LINE = "a call set holds one recorded call per line"
 
 Location = tuple[str | int, ...]
 """A path inside the file, as pydantic reports it: ``("teams", 0, "cases", 2, "key")``."""
-
-
-def _identifier(value: str) -> str:
-    if not is_identifier(value):
-        slug = re.sub(r"[^a-z0-9_-]+", "-", value.lower()).strip("-_")[:64]
-        hint = f" — e.g. {slug!r}" if is_identifier(slug) else ""
-        raise ValueError(f"{value!r} is not a valid identifier ({IDENTIFIER_RULE}){hint}")
-    return value
-
-
-Identifier = Annotated[str, AfterValidator(_identifier)]
-Text = Annotated[str, Field(min_length=1)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ConsumerDef(_Model):
@@ -271,6 +253,10 @@ class Bundle(_Model):
     """Consumers declared (or re-described) by this bundle."""
     teams: list[TeamDef] = Field(default_factory=list)
     """The teams this bundle defines."""
+    templates: list[TemplateDef] = Field(default_factory=list)
+    """Shareable recipes of a case: a team applies one with its own facts (``assay template apply``)."""
+    template_groups: list[TemplateGroupDef] = Field(default_factory=list)
+    """Starter packs: the templates a new team starts from."""
 
     _file: str = PrivateAttr(default="<bundle>")
 

@@ -72,15 +72,20 @@ def vendor_problems(raw: dict[str, Any]) -> dict[Location, str]:
             elif deep:
                 scan(value, (*loc, key), owner, keys, deep)
 
+    def scan_case(case: dict[str, Any], loc: Location) -> None:
+        scan(case, loc, "a case names a situation")
+        situation = case.get("situation")
+        scan(situation, (*loc, "situation"), "a case names a situation")
+        if isinstance(situation, dict):
+            scan(situation.get("world"), (*loc, "situation", "world"), "the world holds the situation's facts",
+                 VENDOR_SHAPES, deep=True)
+
+    for i, template in _dicts(raw.get("templates")):  # a template's case is a case
+        if isinstance(template.get("case"), dict):
+            scan_case(template["case"], ("templates", i, "case"))
     for ti, team in _dicts(raw.get("teams")):
         for ci, case in _dicts(team.get("cases")):
-            loc = ("teams", ti, "cases", ci)
-            scan(case, loc, "a case names a situation")
-            situation = case.get("situation")
-            scan(situation, (*loc, "situation"), "a case names a situation")
-            if isinstance(situation, dict):
-                scan(situation.get("world"), (*loc, "situation", "world"), "the world holds the situation's facts",
-                     VENDOR_SHAPES, deep=True)
+            scan_case(case, ("teams", ti, "cases", ci))
         for si, suite in _dicts(team.get("suites")):
             loc = ("teams", ti, "suites", si)
             scan(suite, loc, "a suite names its cases and its target")

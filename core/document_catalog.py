@@ -6,6 +6,7 @@ from typing import Literal
 
 from .criteria import CriteriaSpec
 from .document_runs import Body
+from .document_templates import TemplatePlan
 
 Tier = Literal["none", "re-score", "re-judge", "re-run"]
 
@@ -114,6 +115,8 @@ class PlanDoc(Body):
     """What loading it would create, update or version, one line each."""
     suites: list[SuitePlan]
     """Per suite of the bundle."""
+    templates: list[TemplatePlan]
+    """Per template given a new version: the cases made from it, which keep their content until re-applied."""
 
 
 # --- assay ls: one body per kind, told apart by ``kind`` ----------------------------------------------

@@ -19,8 +19,11 @@ from pydantic import BaseModel, Field, TypeAdapter, create_model
 
 from .document_catalog import LS_BODIES, InitDoc, LoadDoc, PlanDoc
 from .document_drill import DiffDoc, ShowDoc
-from .document_runs import JudgeDoc, RejudgeDoc, RescoreDoc, RunDoc, RunsDoc, VerdictsDoc
+from .document_legacy import LegacyDoc
+from .document_report import ReportDoc
+from .document_runs import JudgeDoc, RejudgeDoc, RescoreDoc, RunDoc, RunsDoc, VerdictsDoc, WhatifDoc
 from .document_server import DeployDoc, ServerStartDoc, ServerStatusDoc, ServerStopDoc
+from .document_templates import TemplateApplyDoc, TemplateLsDoc
 from .document_upkeep import (
     BenchDoc,
     CollectDoc,
@@ -29,6 +32,7 @@ from .document_upkeep import (
     LakeCompactDoc,
     LakeMigrateDoc,
     LakeVacuumDoc,
+    ProjectDoc,
     ReapDoc,
 )
 from .documents import DOCUMENTS
@@ -42,6 +46,8 @@ BODIES: dict[str, tuple[type[BaseModel], ...]] = {
     "assay.show": (ShowDoc,), "assay.diff": (DiffDoc,), "assay.bench": (BenchDoc,),
     "assay.server.start": (ServerStartDoc,), "assay.server.stop": (ServerStopDoc,),
     "assay.server.status": (ServerStatusDoc,), "assay.deploy": (DeployDoc,),
+    "assay.template": (TemplateApplyDoc,), "assay.template.ls": (TemplateLsDoc,), "assay.legacy": (LegacyDoc,),
+    "assay.project": (ProjectDoc,), "assay.whatif": (WhatifDoc,), "assay.report": (ReportDoc,),
 }
 """Schema id -> its body model (several, told apart by their ``kind`` field, when the body varies)."""
 

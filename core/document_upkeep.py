@@ -301,3 +301,16 @@ class BenchDoc(Body):
     """When the file was written."""
     results: list[BenchResult]
     """Every benchmark's measurement."""
+
+
+class ProjectDoc(Body):
+    """``assay project``: one pass of the projections."""
+
+    full: bool
+    """True when every run was recomputed (asked for, or the first pass)."""
+    suites: int
+    """Suites with a run recomputed."""
+    runs: int
+    """Finalised runs recomputed: those whose evidence, judging, finalisation or criteria changed since the last pass."""
+    rows: dict[str, int]
+    """Rows written per projected table for those runs."""

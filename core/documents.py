@@ -14,15 +14,15 @@ _COMMANDS = (
     "run", "runs", "load", "init", "demo", "reap", "bench", "judge", "rejudge", "rescore", "verdicts", "plan",
     "lake.migrate", "lake.vacuum", "lake.compact", "collect", "judge-agreement",
     "ls", "show", "diff", "server.start", "server.stop", "server.status",
-    "deploy",
+    "deploy", "template", "template.ls", "legacy", "project", "whatif", "report",
 )
 
-_REVISIONS = {"run": 2, "bench": 2, "verdicts": 2, "judge": 2, "rescore": 2, "ls": 2, "plan": 2}
+_REVISIONS = {"run": 2, "bench": 2, "verdicts": 2, "judge": 2, "rescore": 2, "ls": 2, "plan": 3}
 """Documents past their first revision. ``assay.run`` 2: each consumer's ``verdicts``. ``assay.verdicts``,
 ``assay.judge`` and ``assay.rescore`` 2: each verdict says what it counted (``counted``, ``excluded``,
 ``case_runs``, ``case_runs_counted``); ``verdicts --cases`` names each case run and the results that
 decided it. ``assay.ls`` 2: each suite's ``tags``. ``assay.plan`` 2: each suite's
-``in_place`` edits, which need nothing redone."""
+``in_place`` edits, which need nothing redone; 3: ``templates``, each changed template and the cases made from it."""
 
 DOCUMENTS: dict[str, tuple[int, Stability]] = {
     f"assay.{name}": (_REVISIONS.get(name, 1), "experimental") for name in _COMMANDS

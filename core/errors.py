@@ -37,6 +37,16 @@ class BundleError(AssayError, ValueError):
         super().__init__("\n".join(lines))
 
 
+class TemplateError(AssayError, ValueError):
+    """Applying a template group cannot go ahead: a team's facts are missing or of the wrong type, or a case
+    it would make is not the template's to change. Names the file (or group), each problem and its fix."""
+
+    def __init__(self, file: str, problems: list[str]):
+        self.file = file
+        self.problems = problems
+        super().__init__("\n".join(f"{file}: {what}" for what in problems) + "\nnothing was written")
+
+
 class LabelsError(AssayError, ValueError):
     """A labelled set for measuring the judge (JSON Lines) is malformed. Names the file, the line and what is wrong."""
 
@@ -44,6 +54,20 @@ class LabelsError(AssayError, ValueError):
         self.file = file
         self.problems = problems
         super().__init__("\n".join(f"{file}: line {line}: {what}" for line, what in problems))
+
+
+class LegacyExportError(AssayError, ValueError):
+    """A legacy export (``assay legacy import``) is malformed: names the file, each problem's row and
+    column, what is allowed and the fix. Nothing was imported."""
+
+    def __init__(self, where: str, problems: list[str]):
+        self.where, self.problems = where, problems
+        shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
+        super().__init__("\n".join([f"{where}: nothing imported; fix the export and import again", *shown]))
+
+
+class HistoryError(AssayError, ValueError):
+    """An act that needs our own evidence (judging) was asked of imported legacy history."""
 
 
 class IdentifierError(AssayError, ValueError):
@@ -104,6 +128,13 @@ class IncomparableError(AssayError, ValueError):
 class UnknownChoiceError(NotFoundError):
     """A command-line argument outside its fixed set of choices (``assay ls sutes``): a malformed command
     line, so it exits 2 like any other, with the nearest choices and the known ones."""
+
+    exit_code = ExitCode.USAGE
+
+
+class UsageError(AssayError, ValueError):
+    """Options that do not go together (or one missing that another needs): a malformed command line,
+    exit 2; the message says which combination works."""
 
     exit_code = ExitCode.USAGE
 

@@ -12,9 +12,13 @@ The steps, in the order a piece of evidence passes them:
 - ``report.recorded``: the report's rows and manifest entries are inserted, not committed;
 - ``judge.staged`` / ``judge.recorded``: the same two points of a judging pass (outcomes and atoms);
 - ``rescore.staged``: materialised verdicts are written, not recorded;
+- ``projection.staged`` / ``projection.recorded``: a projection pass's new files, before and inside the
+  transaction that swaps them in and moves its mark;
 - ``compact.staged`` / ``compact.recorded``: a compaction's new files, before and inside its swap;
 - ``vacuum.forgotten``: retired files are dropped from the manifest, not yet deleted;
 - ``load.written``: a bundle's rows are inserted, its transaction not committed;
+- ``legacy.staged`` / ``legacy.recorded``: a legacy import's files are written, its transaction has not
+  begun / its rows and manifest entries are inserted, not committed;
 - ``finalise.judged``: a run is judged (its outcomes committed), not yet finalised;
 - ``scratch.intended`` / ``scratch.created``: a runner's scratch object is named in the catalog, not yet
   created at the vendor / created at the vendor, its id not yet recorded.
@@ -30,7 +34,7 @@ ENV = "ASSAY_FAILPOINTS"
 STEPS: tuple[str, ...] = (
     "report.staged", "report.recorded", "judge.staged", "judge.recorded", "rescore.staged",
     "compact.staged", "compact.recorded", "vacuum.forgotten", "scratch.intended", "scratch.created",
-    "load.written", "finalise.judged",
+    "load.written", "finalise.judged", "projection.staged", "projection.recorded", "legacy.staged", "legacy.recorded",
 )
 """Every named step; a test that names another is refused."""
 

@@ -31,6 +31,8 @@ from pydantic import (
     model_validator,
 )
 
+from .ids import IDENTIFIER_RULE, is_identifier
+
 
 class Params(BaseModel):
     """Base of every mechanism's parameters: unknown fields are errors."""
@@ -200,6 +202,17 @@ class VendorEvaluation(Params):
     pass_score: float | None = None
     """For scored evaluations: a score at or above this, on the vendor's own scale (70 on Hamming's
     0-100), is met. Required to map a score without a verdict onto met."""
+    same_behaviour_as: list[str] = []
+    """Keys of our own assertions that measure the same behaviour: the ``evaluator_pairs`` projection sets
+    this evaluation against their results, case run by case run (judge-versus-vendor agreement)."""
+
+    @field_validator("same_behaviour_as")
+    @classmethod
+    def _keys(cls, keys: list[str]) -> list[str]:
+        bad = [k for k in keys if not is_identifier(k)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not an assertion key ({IDENTIFIER_RULE})")
+        return keys
 
 
 class Rubric(Params):

@@ -8,13 +8,14 @@ red line and exit 1 (the traceback with ``--debug``); a malformed command line e
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any
 
 import typer
 
 from assay.core.documents import document
-from assay.core.errors import AssayError
+from assay.core.errors import AssayError, UsageError
 
 app = typer.Typer(
     name="assay",
@@ -218,16 +219,33 @@ def rejudge(
 
 @app.command()
 def rescore(
-    suite: Annotated[str, typer.Argument(help="The suite: TEAM/SUITE.")],
-    consumer: Annotated[str, typer.Option(help="Whose criteria to apply.")],
+    suite: Annotated[str | None, typer.Argument(help="The suite: TEAM/SUITE (none: every suite, with --spec).")] = None,
+    consumer: Annotated[str | None, typer.Option(help="Whose criteria to apply (without SUITE: only this consumer's "
+                                                      "stamped verdicts).")] = None,
     version: Annotated[int | None, typer.Option(help="A stored criteria version (default: the latest).")] = None,
     spec: Annotated[str | None, typer.Option(help="A candidate criteria spec file (YAML or JSON).")] = None,
+    since: Annotated[datetime | None, typer.Option(formats=["%Y-%m-%d"], help="Without SUITE: runs created on or "
+                                                   "after this day (UTC).")] = None,
+    team: Annotated[str | None, typer.Option(help="Without SUITE: only this team's runs.")] = None,
     materialise: Annotated[bool, typer.Option(help="Append the verdicts to the lake's verdicts table.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Apply a criteria to stored history: per-run verdicts and the runs that flip. A query."""
+    """Apply a criteria to stored history: per-run verdicts and the runs that flip. A query.
+
+    With a SUITE, one consumer's criteria (a stored version or --spec) over that suite's runs. Without one,
+    a what-if: --spec over every suite's runs in scope (--since, --team), against each consumer's stamped
+    verdict, by team and consumer, with the keys that make each flip.
+    """
     from .selection import read_spec
 
+    if suite is None:
+        _whatif(spec, since, team, consumer, version, materialise, as_json)
+        return
+    if since is not None or team is not None:
+        raise UsageError("--since and --team scope a what-if over every suite: drop SUITE (and give --spec), or "
+                         "drop them to re-score the whole suite")
+    if consumer is None:
+        raise UsageError(f"re-scoring {suite} needs --consumer: whose criteria to apply")
     candidate = read_spec(spec) if spec else None
     if materialise:  # it writes to the lake: a flow (a plain re-score stays a query, without Prefect)
         _rescore_materialise(suite, consumer, version, candidate, as_json)
@@ -241,6 +259,24 @@ def rescore(
     from .render import print_rescore, rescore_with_progress
 
     print_rescore(_console(), rescore_with_progress(_console(), _workspace(), suite, consumer, **options))
+
+
+def _whatif(spec: str | None, since: datetime | None, team: str | None, consumer: str | None, version: int | None,
+            materialise: bool, as_json: bool) -> None:
+    from .selection import read_spec
+
+    if spec is None:
+        raise UsageError("name a SUITE to re-score, or give --spec candidate.yaml to ask what a candidate criteria "
+                         "would flip over history (with --since DATE and --team T to narrow it)")
+    if version is not None or materialise:
+        raise UsageError("--version and --materialise need a SUITE: a what-if over history applies --spec and writes nothing")
+    from .whatif import whatif
+
+    result = whatif(_workspace(), read_spec(spec), since=since.date() if since else None, team=team, consumer=consumer)
+    if not _emit("assay.whatif", result, as_json):
+        from .render import print_whatif
+
+        print_whatif(_console(), result)
 
 
 def _rescore_materialise(suite: str, consumer: str, version: int | None, candidate: Any, as_json: bool) -> None:
@@ -366,10 +402,12 @@ def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
 
 # Commands kept in modules of their own; each registers itself on the app.
 from . import (  # noqa: E402
-    cli_collect, cli_deploy, cli_drill, cli_judge, cli_lake, cli_ls, cli_server, cli_vendors, cli_verdicts,
+    cli_collect, cli_deploy, cli_drill, cli_judge, cli_lake, cli_legacy, cli_ls, cli_project, cli_report, cli_server,
+    cli_template, cli_vendors, cli_verdicts,
 )
 
-for _module in (cli_collect, cli_deploy, cli_drill, cli_judge, cli_lake, cli_ls, cli_server, cli_vendors, cli_verdicts):
+for _module in (cli_collect, cli_deploy, cli_drill, cli_judge, cli_lake, cli_legacy, cli_ls, cli_project, cli_report,
+                cli_server, cli_template, cli_vendors, cli_verdicts):
     _module.register(app)
 
 if __name__ == "__main__":

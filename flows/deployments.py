@@ -59,7 +59,7 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
     Deployment("collect", every_seconds=30, what="poll asynchronous runs; store, judge, finalise what finished"),
     Deployment("compact", cron="0 2 * * *", what="rewrite the lake's small files, one task per table"),
     Deployment("vacuum", cron="0 4 * * *", what="delete lake files past the grace period"),
-    Deployment("projections", cron="15 * * * *", what="every consumer's verdicts under its latest criteria"),
+    Deployment("projections", cron="15 * * * *", what="the projected tables: verdicts, fleet stats, evaluator pairs, costs"),
     Deployment("nightly_sweep", cron="0 1 * * *", what="re-run suites tagged nightly, then re-judge"),
     Deployment("run_suite", what="run a suite: parameters suite, runner, deadline_minutes"),
     Deployment("judge", what="judge one run's stored evidence again: parameter run_id"),

@@ -21,9 +21,11 @@ import polars as pl
 import sqlalchemy as sa
 
 from assay.core.criteria import CriteriaSpec
+from assay.core.errors import HistoryError
+from assay.core.names import listed
 from assay.core.plugins import registered
 from assay.storage.catalog.assertions import assignments, stamped_criteria
-from assay.storage.catalog.runs import run_coverage
+from assay.storage.catalog.runs import history_runs, run_coverage
 from assay.storage.judgments import write_pass
 from assay.storage.lake import FileFilter
 from assay.transforms.carry import STORED, new_outcomes, pass_results, plan_pass
@@ -47,6 +49,19 @@ def _in(column: str, values: Sequence[str]) -> pl.Expr:
     return pl.col(column).is_in(list(values))
 
 
+def judgeable(ws: Workspace, run_ids: Sequence[str]) -> list[str]:
+    """``run_ids`` without imported history (legacy runs hold stored verdicts, nothing of ours to judge);
+    a :class:`HistoryError` when every run named is history."""
+    with ws.engine.connect() as conn:
+        history = set(history_runs(conn, run_ids))
+    if history and history >= set(run_ids):
+        raise HistoryError(
+            f"imported history: nothing to judge in {listed(sorted(history))}: a legacy run keeps its legacy "
+            "verdict as one opaque result per case run, as imported; read them with `assay runs show RUN` and "
+            "`assay show CASE_RUN`")
+    return [r for r in run_ids if r not in history]
+
+
 def judge_runs(
     ws: Workspace,
     run_ids: Sequence[str],
@@ -66,7 +81,7 @@ def judge_runs(
     are read, all once the pass, one transaction, is written) and, in between, the ``"judge answers"``
     received, one by one, when our judge is asked.
     """
-    run_ids = list(dict.fromkeys(run_ids))
+    run_ids = judgeable(ws, list(dict.fromkeys(run_ids)))
     lake = ws.lake
     these = FileFilter(runs=run_ids)
     case_runs = lake.read("case_runs", these).filter(_in("run_id", run_ids))

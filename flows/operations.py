@@ -9,12 +9,12 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from assay.core.errors import ConfigError, RunFinalisedError
+from assay.core.errors import ConfigError, HistoryError, RunFinalisedError
 from assay.core.failpoints import failpoint
 from assay.core.plugins import default_runner_for, runner_class
 from assay.core.runner import DriveResult, Receipt, drive
 from assay.storage.catalog.load import load_bundle
-from assay.storage.catalog.runs import RunRow, create_run, find_suite, get_run, job_for_run
+from assay.storage.catalog.runs import HISTORY_TAG, RunRow, create_run, find_suite, get_run, job_for_run
 
 from .workspace import Workspace
 
@@ -43,7 +43,12 @@ def start_run(
     With ``request_id`` a repeat (a retried task) returns the run the first call created.
     """
     with ws.engine.connect() as conn:
-        target_kind = find_suite(conn, suite).target_kind
+        found = find_suite(conn, suite)
+    if HISTORY_TAG in found.tags:
+        raise HistoryError(
+            f"suite {found.team_id}/{found.suite_key} is imported legacy history: its runs arrived final and it has "
+            "nothing to run; run a suite of your own (`assay ls suites`)")
+    target_kind = found.target_kind
     cls = runner_class(runner or default_runner_for(target_kind))
     if target_kind not in cls.target_kinds:
         raise ConfigError(

@@ -9,7 +9,8 @@ idempotent, but a vendor call is not ours to repeat blindly.
 The flows: :func:`run_suite`, :func:`judge`, :func:`rejudge`, :func:`rescore_materialise` here;
 :func:`reap`, :func:`collect`, :func:`compact`, :func:`vacuum` and :func:`migrate_lake` in
 :mod:`.upkeep_flows`; :func:`projections` in :mod:`.projection_flows`; :func:`nightly_sweep` in
-:mod:`.sweep_flows`. All are importable from here; :mod:`.deployments` declares them as deployments.
+:mod:`.sweep_flows`; :func:`legacy_import` in :mod:`.legacy_flows`. All are importable from here;
+:mod:`.deployments` declares them as deployments.
 The command line calls them in its own process with :func:`attend` (or :func:`watched`).
 """
 
@@ -26,6 +27,7 @@ from assay.storage.catalog.runs import get_run
 
 from . import operations as ops
 from .flow_context import emit, flow_workspace, io_task, listen, listening, progress_of, started, summed, workspace
+from .legacy_flows import legacy_import
 from .projection_flows import projections
 from .sweep_flows import nightly_sweep
 from .upkeep_flows import collect, compact, migrate_lake, reap, vacuum
@@ -33,8 +35,8 @@ from .workspace import bind_temporary_server
 
 bind_temporary_server()  # Prefect's temporary server dies with the command, even a SIGKILLed one
 
-__all__ = ["attend", "collect", "compact", "judge", "listen", "migrate_lake", "nightly_sweep", "projections", "reap",
-           "rejudge", "rescore_materialise", "run_suite", "vacuum"]
+__all__ = ["attend", "collect", "compact", "judge", "legacy_import", "listen", "migrate_lake", "nightly_sweep",
+           "projections", "reap", "rejudge", "rescore_materialise", "run_suite", "vacuum"]
 
 VERDICT_COLUMNS = ("run_id", "consumer", "criteria_version", "verdict", "reason", "counted", "excluded", "case_runs")
 """The columns of a published verdict table."""
@@ -143,8 +145,11 @@ def rejudge(
 ) -> dict[str, Any]:
     """New outcomes over stored evidence for the chosen runs, one task per run, their counts added up;
     calls the judge, never a runner. Publishes what each run's pass judged as the table artifact ``rejudge``."""
-    groups = [[run_id] for run_id in run_ids] or [[]]  # nothing chosen: one empty pass, its counts all nought
-    with flow_workspace():
+    from .judging import judgeable
+
+    with flow_workspace() as ws:
+        run_ids = judgeable(ws, run_ids)  # imported history is left as it is
+        groups = [[run_id] for run_id in run_ids] or [[]]  # nothing chosen: one empty pass, its counts all nought
         parts = judge_runs_task.map(groups, keys=unmapped(keys), new_versions_only=unmapped(new_versions_only),
                                     force=unmapped(force)).result()
         rows = [{"run_id": ",".join(group), **part} for group, part in zip(groups, parts, strict=True)]

@@ -7,6 +7,9 @@
 - **none** otherwise. Never more than the change needs: a reworded assertion that a consumer does not
   count leaves that consumer's verdict where it is, and an edit made in place that no run reads (a
   suite's name or tags, a case's title) is listed as such (``in_place``), with nothing to redo.
+
+A template given a new version changes no case: the plan names the cases made from it (``templates``),
+which keep their content until ``assay template apply`` re-applies the template.
 """
 
 from __future__ import annotations
@@ -52,7 +55,38 @@ def plan(ws: Workspace, path: str) -> dict[str, Any]:
     for team in bundle.teams:
         for suite in team.suites:
             suites.append(_plan_suite(ws, team.id, suite, changed, judge))
-    return {"file": str(path), "changes": [c.line() for c in changed], "suites": suites}
+    templates = _plan_templates(ws, bundle, [c for c in changed if c.kind == "templates" and c.action == "new_version"])
+    return {"file": str(path), "changes": [c.line() for c in changed], "suites": suites, "templates": templates}
+
+
+def _plan_templates(ws: Workspace, bundle: Any, versioned: list[Change]) -> list[dict[str, Any]]:
+    """Per template given a new version: the cases made from it, which a load leaves as they are."""
+    if not versioned:
+        return []
+    from assay.storage.catalog.templates import made_from
+
+    keys = [c.scope["template"] for c in versioned]
+    with ws.engine.connect() as conn:
+        made = made_from(conn, keys)
+        stored = {r.group_key: r.templates for r in conn.execute(sa.select(t.template_groups))}
+    groups = stored | {g.key: list(g.templates) for g in bundle.template_groups}
+    out = []
+    for change, key in zip(versioned, keys, strict=True):
+        cases = [m["case"] for m in made.get(key, [])]
+        teams = len({m["team"] for m in made.get(key, [])})
+        holding = sorted(g for g, members in groups.items() if key in members)
+        line = f"template {key} changed (v{change.version - 1} -> v{change.version}): "
+        if cases:
+            group = holding[0] if len(holding) == 1 else "GROUP"
+            team = made[key][0]["team"] if teams == 1 else "TEAM"
+            again = f"`assay template apply {group} --team {team} --facts FILE`"
+            line += (f"{len(cases)} case(s) in {teams} team(s) were made from it ({', '.join(cases)}); they keep "
+                     f"their content until {again} re-applies it")
+        else:
+            line += "no case was made from it yet"
+        out.append({"template": key, "from_version": change.version - 1, "to_version": change.version,
+                    "cases": cases, "teams": teams, "groups": holding, "line": line})
+    return out
 
 
 def _plan_suite(ws: Workspace, team: str, suite: Any, changed: list[Change], judge: bool) -> dict[str, Any]:

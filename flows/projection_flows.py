@@ -1,58 +1,103 @@
-"""The projections flow: each consumer's verdicts under its latest criteria, kept as a lake table.
+"""The projections flow: the evidence turned into the tables analysts read, incrementally.
 
-A run's stamped verdict is a projection of the stored atoms; so is every later reading of them. This
-flow keeps the lake's ``verdicts`` table up to date: for every suite and every consumer with criteria
-there, the verdicts of the suite's finalised runs under the consumer's latest criteria version, one
-task per (suite, consumer) (wide work maps over the configured task runner, :mod:`.task_runners`).
-Writing is idempotent per (run, consumer, criteria spec): a pass over history that is already
-projected writes nothing, so the deployment can run it hourly.
+Each pass recomputes only the finalised runs whose projection is stale (new evidence or judging,
+a finalisation, a new criteria version of their suite: :func:`assay.storage.projection.begin`), one
+mapped task per suite (wide work goes to the configured task runner, :mod:`.task_runners`), and
+replaces their rows in one catalog transaction. ``full=True`` rebuilds everything; a test holds an
+incremental history equal to a full rebuild. The deployment runs it hourly.
 
-A run re-judged after its verdict was projected keeps that projected row under the same spec;
-``assay rescore`` (a query) always reads the current atoms.
+The tables (:mod:`assay.storage.lake.projection_tables`): ``run_verdicts`` and ``case_verdicts``
+(every consumer's verdict under the stamped and the current criteria version, with coverage and the
+per-case breakdown), ``behaviour_stats`` (per run, assertion version and evaluator), ``evaluator_pairs``
+(our result against a vendor's on the same behaviour) and ``run_costs``; the fleet-wide rollups are
+views over them (:mod:`assay.storage.fleet_views`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from prefect import flow
+import polars as pl
+from prefect import flow, unmapped
 from prefect.artifacts import create_table_artifact
 
-from .flow_context import flow_workspace, io_task, summed, workspace
+from assay.storage import projection
+from assay.storage.lake import FileFilter
+from assay.transforms import fleet
+from assay.transforms.verdicts import latest
+
+from .flow_context import flow_workspace, io_task, workspace
+from .workspace import Workspace
 
 
-def projection_pairs(ws: Any, suite: str | None = None) -> list[tuple[str, str]]:
-    """Every (``TEAM/SUITE``, consumer) with criteria, sorted; one suite's only when ``suite`` is given."""
-    from assay.storage.catalog.listing import Scope, suites
+def project_suite(ws: Workspace, suite_id: str, run_ids: Sequence[str], pairs: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """Every projected table's rows for ``run_ids`` (finalised runs of one suite), each with team_id and date."""
+    run_ids = list(run_ids)
+    inputs = projection.inputs(ws.engine, suite_id, run_ids)
+    where = FileFilter(runs=run_ids)
+    mine = pl.col("run_id").is_in(run_ids)
+    atoms = ws.lake.collect(ws.lake.scan("assertion_results", where).filter(mine), "assertion_results", where)
+    now = ws.lake.collect(latest(atoms.lazy()), "assertion_results", where)
+    case_runs = ws.lake.collect(ws.lake.scan("case_runs", where).filter(mine).select("run_id", "case_key", "cost_usd"),
+                                "case_runs", where)
+    runs = inputs.runs.join(case_runs.group_by("run_id").agg(cases_run=pl.col("case_key").n_unique()), on="run_id",
+                            how="left").with_columns(pl.col("cases_run").fill_null(0))
 
-    with ws.engine.connect() as conn:
-        scope = Scope.resolve(conn, None, suite)
-        return sorted((s["suite"], consumer) for s in suites(conn, scope) for consumer in s["consumers"])
+    meta = inputs.runs.select("run_id", "suite_id", "suite_key", "runner", "team_id", "date",
+                              week=fleet.week_of(pl.col("created_at")))
+    stamp = {"computed_at": pl.lit(datetime.now(UTC)).dt.cast_time_unit("us")}
+    run_rows, case_rows = fleet.project_verdicts(now, runs, inputs.versions, inputs.specs)
+    costs = meta.join(fleet.run_costs(case_runs.lazy(), atoms.lazy()).collect(), on="run_id", how="left").with_columns(
+        pl.col("case_runs", "judge_requests", "judge_tokens_in", "judge_tokens_out").fill_null(0))
+    out = {
+        "behaviour_stats": meta.join(fleet.behaviour_stats(now.lazy()).collect(), on="run_id"),
+        "evaluator_pairs": meta.join(fleet.evaluator_pairs(now.lazy(), pairs).collect(), on="run_id"),
+        "run_costs": costs,
+    }
+    if run_rows.height:
+        out["run_verdicts"] = meta.join(run_rows, on="run_id")
+        out["case_verdicts"] = meta.select("run_id", "suite_id", "team_id", "date").join(case_rows, on="run_id")
+    return {name: frame.with_columns(**stamp) for name, frame in out.items()}
 
 
-def project(ws: Any, suite: str, consumer: str) -> dict[str, Any]:
-    """Project one consumer's verdicts on one suite's finalised runs under its latest criteria."""
-    from .rescoring import rescore
+def project_all(ws: Workspace, *, full: bool = False) -> dict[str, Any]:
+    """One projection pass in this process, suite after suite (what the flow maps over its task runner)."""
+    plan = projection.begin(ws.engine, full=full)
+    pairs = projection.vendor_pairs(ws.engine)
+    parts = [project_suite(ws, suite, plan.suites[suite], pairs) for suite in sorted(plan.suites)]
+    return _summary(plan, projection.replace(ws.lake, plan, _gathered(parts)))
 
-    done = rescore(ws, suite, consumer, materialise=True)
-    runs = done["runs"]
-    return {"pairs": 1, "runs": len(runs), "verdicts": sum(1 for r in runs if r["verdict"] is not None)}
+
+def _summary(plan: projection.Pass, written: dict[str, int]) -> dict[str, Any]:
+    return {"full": plan.full, "suites": len(plan.suites), "runs": len(plan.runs), "rows": written}
 
 
 @io_task
-def project_task(suite: str, consumer: str) -> dict[str, Any]:
-    """Retried like every store writer: a second attempt writes only what the first did not commit."""
-    return {"suite": suite, "consumer": consumer, **project(workspace(), suite, consumer)}
+def project_suite_task(suite_id: str, run_ids: list[str], pairs: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """Reads only: retried on a flaky store like every reader of the lake."""
+    return project_suite(workspace(), suite_id, run_ids, pairs)
+
+
+def _gathered(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+    names = {name for part in parts for name in part}
+    return {name: pl.concat([p[name] for p in parts if name in p and p[name].height], how="vertical_relaxed")
+            for name in names if any(name in p and p[name].height for p in parts)}
 
 
 @flow(name="projections")
-def projections(suite: str | None = None) -> dict[str, Any]:
-    """Bring the lake's ``verdicts`` table up to date: every consumer's verdicts on every suite (or one),
-    one task per (suite, consumer); publishes what each wrote as the table artifact ``projections``."""
+def projections(full: bool = False) -> dict[str, Any]:
+    """Bring the projected tables up to date: recompute the runs whose projection is stale (all of them with
+    ``full``), one task per suite; publishes what it wrote as the table artifact ``projections``."""
     with flow_workspace() as ws:
-        pairs = projection_pairs(ws, suite)
-        if not pairs:
-            return {"pairs": 0, "runs": 0, "verdicts": 0}
-        parts = project_task.map([p[0] for p in pairs], [p[1] for p in pairs]).result()
-        create_table_artifact(parts, key="projections", description=f"verdicts projected for {len(parts)} (suite, consumer) pair(s)")
-        return summed({k: v for k, v in part.items() if k not in ("suite", "consumer")} for part in parts)
+        plan = projection.begin(ws.engine, full=full)
+        pairs = projection.vendor_pairs(ws.engine)
+        suites = sorted(plan.suites)
+        parts = project_suite_task.map(suites, [plan.suites[s] for s in suites], pairs=unmapped(pairs)).result() if suites else []
+        written = projection.replace(ws.lake, plan, _gathered(parts))
+        summary = _summary(plan, written)
+        create_table_artifact([{"table": name, "rows": rows} for name, rows in written.items()], key="projections",
+                              description=f"{len(plan.runs)} run(s) of {len(suites)} suite(s) projected"
+                              + (" (full rebuild)" if plan.full else ""))
+        return summary

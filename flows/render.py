@@ -240,6 +240,23 @@ def print_rescore(console: Console, r: dict[str, Any]) -> None:
                       f"{_verdict(f['verdict'])} ({f['reason']})")
 
 
+def print_whatif(console: Console, w: dict[str, Any]) -> None:
+    scope = ", ".join(f"{k} {w[k]}" for k in ("since", "team", "consumer") if w[k]) or "all history"
+    table = _table(f"what-if: the candidate criteria over {w['runs']} run(s) ({scope})",
+                   ("team", "suite", "consumer", "runs", "flips", "pass->fail", "fail->pass", "->error", "error->"))
+    for g in w["groups"]:
+        table.add_row(g["team"], g["suite"], g["consumer"], *(str(g[k]) for k in (
+            "runs", "flips", "pass_to_fail", "fail_to_pass", "to_error", "from_error")))
+    console.print(table)
+    console.print(f"{len(w['flips'])} verdict(s) flip against the stamped one")
+    for f in w["flips"]:
+        keys = ", ".join(f["keys"]) or "no single key (coverage or undetermined results)"
+        console.print(f"  {f['run_id']} {f['suite']} {f['consumer']}: {_verdict(f['stamped'])} -> "
+                      f"{_verdict(f['verdict'])} on {keys}")
+    for s in w["skipped"]:
+        console.print(f"  skipped {s['suite']}: {s['why']}", style="dim")
+
+
 def print_plan(console: Console, p: dict[str, Any]) -> None:
     console.print(f"[bold]plan for {p['file']}[/]" + ("" if p["changes"] else ": nothing changes"))
     for line in p["changes"]:
@@ -256,3 +273,5 @@ def print_plan(console: Console, p: dict[str, Any]) -> None:
             console.print(f"  re-judge: {j['outcomes']} new outcome(s), {j['results']} result(s) to evaluate, {calls}")
         for c in s["consumers"]:
             console.print(f"  {c['consumer']}: {c['tier']} ({c['why']})")
+    for tpl in p.get("templates", []):
+        console.print(tpl["line"], markup=False)

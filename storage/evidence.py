@@ -18,8 +18,9 @@ from assay.core.evidence import Report
 from .hashing import stable_ids
 
 
-def case_run_ids(run_id: str, case_ids: pl.Series, source_refs: pl.Series) -> pl.Series:
-    """Natural keys of case runs: the same (run, case, source) always gives the same id."""
+def case_run_ids(run_id: str | pl.Series, case_ids: pl.Series, source_refs: pl.Series) -> pl.Series:
+    """Natural keys of case runs: the same (run, case, source) always gives the same id (``run_id`` one
+    run's id, or a column of them)."""
     return stable_ids(run_id, case_ids, source_refs)
 
 

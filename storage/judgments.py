@@ -11,9 +11,11 @@ their atoms, or not at all.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
+import sqlalchemy as sa
 
 from assay.core.errors import ConcurrentWriteError
 from assay.core.failpoints import failpoint
@@ -24,7 +26,7 @@ from .catalog import tables as t
 from .hashing import stable_ids
 from .lake import Lake, LakeFile, codes, manifest
 
-__all__ = ["write_current", "write_pass", "write_verdicts"]
+__all__ = ["StagedPass", "record_pass", "stage_pass", "write_current", "write_pass", "write_verdicts"]
 
 OUTCOME_KEYS = ("case_run_id", "run_id", "case_key", "team_id", "date", "evaluated", "carried")
 """What :func:`write_pass` needs to know of each case run that gets an outcome."""
@@ -33,6 +35,19 @@ JUDGE_SPEND: dict[str, pl.DataType] = {
     "judge_tokens_in": pl.Int32(), "judge_tokens_out": pl.Int32(), "judge_cost_usd": pl.Float64(),
 }
 """The result columns that say what our judge spent on a result (``assertion_results`` v3)."""
+
+
+@dataclass(frozen=True)
+class StagedPass:
+    """A judging pass whose files are written but not yet named: :func:`record_pass` names them."""
+
+    pass_id: str
+    trigger: str
+    judge: str | None
+    outcomes: int
+    results: int
+    staged: list[LakeFile]
+    change: state.StateChange
 
 
 def write_pass(
@@ -47,8 +62,24 @@ def write_pass(
     without an outcome row are not written. The re-score state of the judged runs is rewritten in the
     same transaction (:mod:`.state`; ``summarise`` computes its counts). Returns the number of outcomes.
     """
-    if outcomes.is_empty():
+    staged = stage_pass(lake, outcomes, results, trigger=trigger, judge=judge, summarise=summarise)
+    if staged is None:
         return 0
+    failpoint("judge.staged")
+    with lake.engine.begin() as conn:
+        record_pass(conn, lake, staged)
+        failpoint("judge.recorded")
+    return staged.outcomes
+
+
+def stage_pass(
+    lake: Lake, outcomes: pl.DataFrame, results: pl.DataFrame, *, trigger: str, judge: str | None,
+    summarise: state.Summarise,
+) -> StagedPass | None:
+    """Stage the files of the pass :func:`write_pass` writes (None when ``outcomes`` is empty); nothing
+    is visible until :func:`record_pass` names them in a catalog transaction."""
+    if outcomes.is_empty():
+        return None
     results = results.with_columns(pl.lit(None, dtype).alias(name) for name, dtype in JUDGE_SPEND.items()
                                    if name not in results.columns)
     before = state.prior(lake, outcomes["run_id"].unique().to_list())
@@ -78,22 +109,25 @@ def write_pass(
         if mine.height:
             staged.append(lake.stage("assertion_results", mine.select(result_columns), team_id=team, date=date))
     change = state.stage(lake, before, atoms, summarise, now)
-    failpoint("judge.staged")
-    with lake.engine.begin() as conn:
-        conn.execute(t.judging_passes.insert().values(
-            pass_id=pass_id, trigger=trigger, judge=judge, outcomes=outcomes.height, results=atoms.height,
-            created_at=datetime.now(UTC),
-        ))
-        lake.commit(conn, staged, origin="judging", ref=pass_id)
-        if manifest.retire(conn, change.retired, by=pass_id, now=datetime.now(UTC)) != len(change.retired):
-            raise ConcurrentWriteError(
-                f"judging pass {pass_id}: another pass changed the current results of these runs meanwhile; "
-                "nothing was written; judge again"
-            )
-        lake.commit(conn, change.staged, origin="judging", ref=pass_id)
-        codes.record_names(conn, change.names)
-        failpoint("judge.recorded")
-    return outcomes.height
+    return StagedPass(pass_id, trigger, judge, outcomes.height, atoms.height, staged, change)
+
+
+def record_pass(conn: sa.Connection, lake: Lake, staged: StagedPass) -> None:
+    """Name a staged pass's files and record the pass, in the caller's transaction ``conn``; refused
+    (:class:`ConcurrentWriteError`) when another pass changed the same runs' current results meanwhile."""
+    pass_id, change = staged.pass_id, staged.change
+    conn.execute(t.judging_passes.insert().values(
+        pass_id=pass_id, trigger=staged.trigger, judge=staged.judge, outcomes=staged.outcomes,
+        results=staged.results, created_at=datetime.now(UTC),
+    ))
+    lake.commit(conn, staged.staged, origin="judging", ref=pass_id)
+    if manifest.retire(conn, change.retired, by=pass_id, now=datetime.now(UTC)) != len(change.retired):
+        raise ConcurrentWriteError(
+            f"judging pass {pass_id}: another pass changed the current results of these runs meanwhile; "
+            "nothing was written; judge again"
+        )
+    lake.commit(conn, change.staged, origin="judging", ref=pass_id)
+    codes.record_names(conn, change.names)
 
 
 def write_current(lake: Lake, atoms: pl.DataFrame, summarise: state.Summarise) -> int:

@@ -47,6 +47,14 @@ SUMMARIES = {
     "current_results": "The atoms of each case run's latest outcome (the rule of `latest_outcomes`), narrowed to "
     "what verdicts read; rewritten by every judging pass for the runs it judged.",
     "verdicts": "Materialised re-scores (`assay rescore --materialise`): one verdict per run, consumer and spec.",
+    "run_verdicts": "Projected (the `projections` flow): per finalised run, consumer and criteria version -- the stamped "
+    "one and the current one -- the verdict over the current results, with its coverage.",
+    "case_verdicts": "Projected: the per-case breakdown of `run_verdicts`.",
+    "behaviour_stats": "Projected: per run, assertion version and evaluator, how the current results came out; the "
+    "fleet rollups (`fleet_weekly`, `behaviour_teams`, `behaviour_trend`) group these.",
+    "evaluator_pairs": "Projected: our result of a behaviour against a vendor's evaluation of the same behaviour on the "
+    "same case run (a `vendor.evaluation` naming it in `same_behaviour_as`).",
+    "run_costs": "Projected: per run, what the runner reported spending and what our judge spent.",
     "teams": "The teams that own cases and suites.",
     "consumers": "Who reads verdicts (a CI gate, a publish gate, a nightly sweep).",
     "suites": "A run target and a selection of cases, owned by a team.",
@@ -94,7 +102,7 @@ GLOSSARY = {
     "scale_min": "The low end of the runner's score scale.",
     "scale_max": "The high end of the runner's score scale.",
     "rationale": "The runner's explanation of its judgment, if it gave one.",
-    "trigger": "Why the pass ran: `run` (after a run), `judge` (`assay judge`) or `rejudge`.",
+    "trigger": "Why the pass ran: `run` (after a run), `judge` (`assay judge`), `rejudge`, or `import` (`assay legacy import`: imported history).",
     "judged_at": "When the judging pass wrote the outcome (UTC).",
     "evaluated": "Results this outcome evaluated afresh.",
     "carried": "Results this outcome carried forward unchanged from the previous one.",

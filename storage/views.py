@@ -11,6 +11,8 @@
   reason text is written by ``assay verdicts``.
 
 ``criteria_terms`` (the counted keys of each criteria version) is what ``verdicts_now`` joins against.
+The fleet rollups (``verdict_counts``, ``fleet_weekly``, ``behaviour_teams``, ...) and the table macro
+``common_failures`` come from :mod:`.fleet_views`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from assay.core.criteria import CriteriaSpec
+
+from .fleet_views import FLEET, MACROS
 
 if TYPE_CHECKING:
     import duckdb
@@ -104,7 +108,7 @@ WITH stamped AS (
 SELECT *, coalesce(stamped <> verdict, false) AS changed FROM now
 """
 
-DERIVED: dict[str, tuple[str, str, dict[str, str]]] = {
+_CORE: dict[str, tuple[str, str, dict[str, str]]] = {
     "latest_outcomes": (
         _LATEST_OUTCOMES,
         "One row per judged case run: its latest outcome, the one with the greatest `judged_at`, ties broken "
@@ -140,8 +144,10 @@ DERIVED: dict[str, tuple[str, str, dict[str, str]]] = {
         },
     ),
 }
+
+DERIVED: dict[str, tuple[str, str, dict[str, str]]] = {**_CORE, **FLEET}
 """Each derived view: its SQL, what it is, and its columns' meaning (a view that repeats a table's
-columns documents them there)."""
+columns documents them there). The fleet rollups over the projected tables are :mod:`.fleet_views`'."""
 
 
 def criteria_terms(criteria: pa.Table) -> pa.Table:
@@ -165,7 +171,7 @@ def criteria_terms(criteria: pa.Table) -> pa.Table:
 def install(con: "duckdb.DuckDBPyConnection", terms: pa.Table, *, provided: Iterable[str] = ()) -> None:
     """Register ``terms`` as ``criteria_terms`` and create the derived views over the existing relations.
 
-    A view named in ``provided`` is not created: the lake already keeps that relation as a table of its
+    A view (or macro) named in ``provided`` is not created: the lake already keeps that relation as a table of its
     own (the lake's ``current_results``, maintained by every judging pass, is this view's rule, kept).
     """
     con.register("_criteria_terms", terms)
@@ -174,3 +180,6 @@ def install(con: "duckdb.DuckDBPyConnection", terms: pa.Table, *, provided: Iter
     for name, (sql, _, _) in DERIVED.items():
         if name not in set(provided):
             con.execute(f'CREATE VIEW "{name}" AS {sql}')
+    for name, sql in MACROS.items():
+        if name not in set(provided):
+            con.execute(sql)

@@ -68,6 +68,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         "reap": doc("reap"), "collect": doc("collect"), "lake migrate": doc("lake", "migrate"),
         "lake compact": doc("lake", "compact"), "lake vacuum": doc("lake", "vacuum"),
         "ls": doc("ls"), "show": doc("show", case_run), "diff": doc("diff", run_id, run_id),
+        "template ls": doc("template", "ls"),
     }
     for kind in ("teams", "suites", "cases", "assertions", "criteria", "consumers"):
         docs[f"ls {kind}"] = doc("ls", kind)
@@ -77,7 +78,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 @pytest.mark.parametrize("command", [
     "init", "load", "run", "verdicts", "runs list", "runs show", "judge", "rejudge", "rescore", "plan", "reap",
     "collect", "lake migrate", "lake compact", "lake vacuum", "ls", "ls teams", "ls suites", "ls cases",
-    "ls assertions", "ls criteria", "ls consumers", "show", "diff",
+    "ls assertions", "ls criteria", "ls consumers", "show", "diff", "template ls",
 ])
 def test_the_real_cli_output_validates(documents: dict[str, dict], command: str) -> None:
     _check(documents[command])

@@ -12,10 +12,12 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 
-__all__ = ["ACTIONS", "KINDS", "PAST", "Action", "BundleDiff", "Change", "Kind", "LoadSummary", "Write"]
+__all__ = ["ACTIONS", "KINDS", "TEMPLATE_KINDS", "PAST", "Action", "BundleDiff", "Change", "Kind", "LoadSummary", "Write"]
 
 KINDS = ("teams", "consumers", "cases", "suites", "assertions", "criteria")
-Kind = Literal["teams", "consumers", "cases", "suites", "assertions", "criteria"]
+TEMPLATE_KINDS = ("templates", "template_groups")
+"""Counted only when a bundle declares some (a bundle of teams alone counts as it always did)."""
+Kind = Literal["teams", "consumers", "cases", "suites", "assertions", "criteria", "templates", "template_groups"]
 Action = Literal["create", "update", "new_version", "unchanged", "kept"]
 ACTIONS: tuple[str, ...] = ("create", "update", "new_version", "unchanged", "kept")
 PAST = {
@@ -40,7 +42,8 @@ class Write:
 
 @dataclass(frozen=True)
 class Change:
-    """What loading does to one thing: a team, a consumer, a case, a suite, an assertion, a criteria."""
+    """What loading does to one thing: a team, a consumer, a case, a suite, an assertion, a criteria, a
+    template or a template group."""
 
     kind: Kind
     action: Action
@@ -88,7 +91,8 @@ class BundleDiff:
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Per kind, how many things each action touches (every action present, zeros included)."""
-        counts = {kind: dict.fromkeys(ACTIONS, 0) for kind in KINDS}
+        present = tuple(k for k in TEMPLATE_KINDS if any(c.kind == k for c in self.changes))
+        counts = {kind: dict.fromkeys(ACTIONS, 0) for kind in KINDS + present}
         for c in self.changes:
             counts[c.kind][c.action] += 1
         return counts

@@ -10,7 +10,8 @@ sorted, so reordering them is no change). Assertions and criteria
 are immutable: a changed assertion (mechanism, params, role, description) or criteria spec becomes a
 new version; the database itself refuses an in-place change. Anything in the catalog that the bundle
 no longer mentions is kept as it is, and the plan says so. Loading the same bundle twice changes
-nothing.
+nothing. Templates are versioned like assertions, template groups edited in place; how a bundle and
+the cases templates made keep out of each other's way is :mod:`.load_templates`'s.
 
 Secrets never reach the catalog: case content and stored targets go through
 :func:`~assay.core.redact.redact` (a suite keeps the hash of its raw target, see :meth:`_Planner._suite`).
@@ -34,7 +35,8 @@ from assay.core.ids import content_hash, new_id
 from assay.core.redact import redact
 
 from . import tables as t
-from .diff import KINDS, PAST, Action, BundleDiff, Change, Kind, LoadSummary, Write
+from .diff import KINDS, PAST, TEMPLATE_KINDS, Action, BundleDiff, Change, Kind, LoadSummary, Write
+from .load_templates import TemplateState, template_problems
 
 
 # --- entry points --------------------------------------------------------------------------------
@@ -50,16 +52,22 @@ def load_bundle(engine: sa.Engine, path: str | Path) -> LoadSummary:
         return apply_load(conn, plan_load(conn, bundle))
 
 
-def plan_load(engine: sa.Engine | sa.Connection, bundle: Bundle) -> BundleDiff:
+def plan_load(engine: sa.Engine | sa.Connection, bundle: Bundle, *, by_template: bool = False) -> BundleDiff:
     """Compare ``bundle`` with the catalog; reads only.
 
     Raises :class:`~assay.core.errors.BundleError` when a criteria's consumer is neither declared in the bundle
-    nor in the catalog.
+    nor in the catalog, when a template group names an unknown template, or when a case has the key of a
+    case a template made (except ``by_template``: the cases ``assay template apply`` itself writes).
     """
     with _connection(engine) as conn:
         state = _State.read(conn, bundle)
         _check_consumers(bundle, state)
-        return _Planner(bundle, state).plan()
+        templated = TemplateState.read(conn, bundle)
+        problems = template_problems(bundle, templated)
+        problems = [p for p in problems if not (by_template and p[0].startswith("teams["))]
+        if problems:
+            raise BundleError(bundle.file, problems)
+        return _Planner(bundle, state, templated).plan()
 
 
 def apply_load(engine: sa.Engine | sa.Connection, diff: BundleDiff) -> LoadSummary:
@@ -200,10 +208,10 @@ def _check_consumers(bundle: Bundle, state: _State) -> None:
 class _Planner:
     """Walks the bundle in write order (teams, consumers, cases, suites, assertions, criteria)."""
 
-    def __init__(self, bundle: Bundle, state: _State):
-        self.bundle, self.state = bundle, state
+    def __init__(self, bundle: Bundle, state: _State, templated: TemplateState):
+        self.bundle, self.state, self.templated = bundle, state, templated
         self.now = datetime.now(UTC)
-        self.changes: dict[str, list[Change]] = {kind: [] for kind in KINDS}
+        self.changes: dict[str, list[Change]] = {kind: [] for kind in KINDS + TEMPLATE_KINDS}
 
     def plan(self) -> BundleDiff:
         for team in self.bundle.teams:
@@ -222,7 +230,26 @@ class _Planner:
             for suite in team.suites:
                 self._suite(team.id, suite, [case_ids[k] for k in suite.cases])
             self._kept_rows(team.id, {s.key for s in team.suites}, {c.key for c in team.cases})
-        return BundleDiff(self.bundle.file, tuple(c for kind in KINDS for c in self.changes[kind]))
+        self._templates()
+        return BundleDiff(self.bundle.file, tuple(c for kind in KINDS + TEMPLATE_KINDS for c in self.changes[kind]))
+
+    def _templates(self) -> None:
+        """Templates are versioned (a change is a new version); groups are edited in place."""
+        for tpl in self.bundle.templates:
+            content = redact(tpl.stored())
+            values = {"template_key": tpl.key, "title": tpl.title, "content": content}
+            self._versioned("templates", f"template {tpl.key}", t.templates, "template_id", "content_hash",
+                            self.templated.templates.get(tpl.key), content_hash(content), values,
+                            ref=(("template", tpl.key),))  # fmt: skip
+        for group in self.bundle.template_groups:
+            row = self.templated.groups.get(group.key)
+            values = {"title": group.title, "templates": list(group.templates)}
+            new = {"group_key": group.key, **values, "created_at": self.now, "updated_at": self.now}
+            fields = {} if row is None else {
+                "title": (row.title, group.title), "templates": (row.templates, values["templates"])}
+            self._editable("template_groups", f"template group {group.key}", t.template_groups,
+                           {"group_key": group.key}, new, fields, row is not None,
+                           update={**values, "updated_at": self.now})  # fmt: skip
 
     def _add(self, kind: Kind, action: Action, label: str, *writes: Write, **extra: Any) -> None:
         self.changes[kind].append(Change(kind, action, label, writes=writes, **extra))
@@ -274,8 +301,10 @@ class _Planner:
         suite_id = row.suite_id if row is not None else new_id()
         new = {"suite_id": suite_id, "team_id": team_id, "suite_key": suite.key, **values,
                "created_at": self.now, "updated_at": self.now}  # fmt: skip
-        members = [(case_id, position) for position, case_id in enumerate(case_ids)]
         stored_members = self.state.suite_cases.get(suite_id, []) if row is not None else None
+        # cases a template made stay in the suite they were applied to, after the bundle's own
+        applied = [c for c, _ in stored_members or [] if c in self.templated.made_ids and c not in case_ids]
+        members = [(case_id, position) for position, case_id in enumerate([*case_ids, *applied])]
         fields = {} if row is None else {
             "name": (row.name, suite.name),
             "target": ((row.target_kind, row.target_hash), (target.kind, target.hash)),

@@ -86,6 +86,20 @@ def suite_assertion_keys(conn: sa.Connection, suite_id: str) -> set[str]:
     return set(conn.execute(q).scalars())
 
 
+HISTORY_RUNNER_PREFIX = "legacy:"
+"""The runner of imported history (``legacy:<lineage>``): runs that arrived final, with their verdicts as
+opaque results; there is nothing of ours to judge in them."""
+HISTORY_TAG = "legacy"
+"""The tag on every suite of imported history: its runs arrived final, and it has nothing to run."""
+
+
+def history_runs(conn: sa.Connection, run_ids: Sequence[str]) -> list[str]:
+    """Those of ``run_ids`` that are imported history (:data:`HISTORY_RUNNER_PREFIX`)."""
+    r = t.runs
+    q = sa.select(r.c.run_id).where(r.c.run_id.in_(list(run_ids)), r.c.runner.startswith(HISTORY_RUNNER_PREFIX))
+    return list(conn.execute(q).scalars())
+
+
 COVERAGE_COLUMNS = ("run_id", "status", "status_reason", "case_count", "case_runs")
 """What a verdict needs to know of a run's coverage (:func:`assay.transforms.verdicts.with_coverage`)."""
 

@@ -378,8 +378,13 @@ projection_marks = sa.Table(
     sa.Column("name", sa.String(64), primary_key=True),
     sa.Column("through_file_id", sa.Integer, nullable=False),
     sa.Column("through_at", UtcDateTime(), nullable=False),
+    sa.Column("recent", sa.JSON, nullable=False),
     sa.Column("passes", sa.Integer, nullable=False),
     sa.Column("updated_at", UtcDateTime(), nullable=False),
 )
 """How far each incremental projection (the fleet tables) has read: every lake file up to
-``through_file_id`` and every catalog change (finalisation, criteria version) before ``through_at`` is in it."""
+``through_file_id`` and every catalog change (finalisation, criteria version) before ``through_at`` is in it;
+``recent`` lists the file, run and criteria ids of the last few minutes before ``through_at`` that it read,
+so a writer that committed late (a smaller id, an earlier time) is still found, and nothing is read twice."""
+
+from .template_tables import template_cases, template_groups, templates  # noqa: E402,F401 - the same metadata

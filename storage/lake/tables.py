@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from assay.core.evidence import CASE_RUN_STATUSES, TURN_ROLES, VERDICTS, case_run_schema, evaluation_schema
 
+from .projection_tables import PROJECTED
 from .schema import LakeTable, OlderVersion, isin, lake_table, list_field_isin, score_on_scale
 
 
@@ -55,8 +56,9 @@ RUNNER_EVALUATIONS = lake_table(
 
 _JUDGED_AT = pa.field("judged_at", pa.timestamp("us", tz="UTC"), nullable=False)
 
-OUTCOME_TRIGGERS: tuple[str, ...] = ("run", "judge", "rejudge")
-"""Why a judging pass happened: after a run, on demand (`assay judge`), or a re-judge."""
+OUTCOME_TRIGGERS: tuple[str, ...] = ("run", "judge", "rejudge", "import")
+"""Why a judging pass happened: after a run, on demand (`assay judge`), a re-judge, or a legacy import
+(`assay legacy import`: the opaque legacy verdicts)."""
 
 OUTCOMES = lake_table(
     "outcomes",
@@ -194,5 +196,5 @@ VERDICTS = lake_table(
 TABLES: dict[str, LakeTable] = {
     t.name: t for t in (CASE_RUNS, RUNNER_EVALUATIONS, OUTCOMES, ASSERTION_RESULTS, CURRENT_RESULTS, RUN_KEY_COUNTS,
                         VERDICTS)
-}
-"""Every lake table this build knows, by name."""
+} | PROJECTED
+"""Every lake table this build knows, by name: the evidence, what judging concluded, and the projections."""

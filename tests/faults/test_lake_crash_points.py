@@ -144,7 +144,10 @@ COVERED_ELSEWHERE = {"compact.staged": "tests/storage/test_compaction.py", "comp
                      "scratch.intended": "tests/faults/test_scratch_crash_points.py",
                      "scratch.created": "tests/faults/test_scratch_crash_points.py",
                      "load.written": "tests/faults/test_catalog_crash_points.py",
-                     "finalise.judged": "tests/faults/test_catalog_crash_points.py"}
+                     "finalise.judged": "tests/faults/test_catalog_crash_points.py",
+                     "projection.staged": "tests/flows/test_projections.py",
+                     "projection.recorded": "tests/flows/test_projections.py",
+                     "legacy.staged": "tests/flows/test_legacy.py", "legacy.recorded": "tests/flows/test_legacy.py"}
 
 
 @pytest.mark.slow

@@ -35,7 +35,9 @@ from assay.core.ids import stable_id
 from assay.storage.catalog import tables as t
 from assay.storage.evidence import assemble
 from assay.storage.judgments import write_pass
-from assay.storage.lake import TABLES, FileFilter, Lake
+from assay.storage.lake import FileFilter, Lake
+from assay.storage.lake.projection_tables import PROJECTED
+from assay.storage.lake.tables import TABLES as ALL_TABLES
 from assay.storage.lake.compact import compact, plan, rewrite, sort_keys, swap
 from assay.storage.lake.upkeep import vacuum
 from assay.storage.query import connect
@@ -44,6 +46,9 @@ DAY, T0 = "2024-05-06", datetime(2024, 5, 6, 9, 0, tzinfo=UTC)
 RUN_A, RUN_B, RUN_C = (stable_id(name) for name in ("run-a", "run-b", "run-c"))
 RUNS = {RUN_A: "team-a", RUN_B: "team-a", RUN_C: "team-b"}
 """Which team each run belongs to; every run is on DAY."""
+
+TABLES = {name: table for name, table in ALL_TABLES.items() if name not in PROJECTED}
+"""The tables this sequence writes (the projected ones are the projections flow's: tests/flows/test_projections.py)."""
 
 
 def reported(run_id: str, request_id: str, cases: range, minute: int) -> tuple[pl.DataFrame, pl.DataFrame]:

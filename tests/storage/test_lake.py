@@ -269,6 +269,8 @@ def test_a_listed_file_of_an_unknown_version_is_refused_naming_it(lake: Lake, ve
 # current_results.v2 is the v1 rows with a reason each (cu-1's: HUNG_UP), by Lake.write;
 # run_key_counts.v2 is the v1 rows with null_case_runs (cu-1's case run for the key with an undetermined
 # result), null_reason (HUNG_UP) and case_runs (4), by Lake.write.
+# run_verdicts, case_verdicts, behaviour_stats, evaluator_pairs and run_costs v1 are the first two rows (in key
+# order) of each table the projections flow wrote over the demo's two runs, with computed_at T0, by Lake.stage.
 HUNG_UP = "the case run did not execute: telephony: caller hung up"
 KNOWN = [(table, version) for table in sorted(TABLES) for version in TABLES[table].known_versions]
 

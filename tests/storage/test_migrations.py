@@ -63,7 +63,7 @@ def test_suites_stored_before_tags_have_none(catalog_url: str) -> None:
                 "INSERT INTO suites (suite_id, team_id, suite_key, name, target_kind, target, target_hash, created_at, "
                 "updated_at) VALUES ('s1', 't', 'main', 'Main', 'config', '{}', 'h', :now, :now)"), {"now": now})
         migrate(engine)
-        assert current_revision(engine) == HEAD == "0006"
+        assert current_revision(engine) == HEAD == "0007"
         with engine.connect() as conn:
             assert conn.execute(sa.select(suites.c.suite_id, suites.c.tags)).all() == [("s1", [])]
     finally:

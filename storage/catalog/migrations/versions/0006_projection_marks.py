@@ -19,6 +19,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(length=64), nullable=False),
         sa.Column("through_file_id", sa.Integer(), nullable=False),
         sa.Column("through_at", sa.DateTime(), nullable=False),
+        sa.Column("recent", sa.JSON(), nullable=False),
         sa.Column("passes", sa.Integer(), nullable=False),
         sa.Column("updated_at", sa.DateTime(), nullable=False),
         sa.PrimaryKeyConstraint("name", name=op.f("pk_projection_marks")),

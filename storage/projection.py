@@ -1,0 +1,243 @@
+"""The incremental projection's storage side: what changed since the last pass, what a pass reads, and
+how it replaces the projected rows of the runs it recomputed.
+
+**What changed.** The catalog's ``projection_marks`` row says how far the last pass read: every lake
+file up to ``through_file_id`` and every catalog change before ``through_at``. A run is recomputed when
+it is finalised and any of these holds since then: a lake file holding it was added (a report, a
+judging pass, an import; a compaction changes nothing a projection reads), it was finalised, or its
+suite got a new criteria version (its current verdicts change). A writer's transaction may commit a
+smaller file id, or an earlier time, after the mark was taken; so the mark also keeps the ids it read
+within :data:`GRACE` before its time (``recent``), and anything in that window it did not read is new.
+
+**How a pass writes.** Copy on write, as judging keeps its state (:mod:`.state`): the live projected
+files holding any recomputed run are read, their other runs' rows kept, the recomputed rows added,
+and everything is staged as new files; then **one** catalog transaction retires the old files, names the
+new ones and moves the mark. A crashed pass leaves unnamed files (vacuumed) and the old mark; a
+concurrent pass over the same runs finds its files retired and is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+import sqlalchemy as sa
+
+from assay.core.criteria import CriteriaSpec
+from assay.core.errors import ConcurrentWriteError
+from assay.core.failpoints import failpoint
+
+from .catalog import tables as t
+from .lake import FileFilter, Lake, LakeFile, manifest
+from .lake.projection_tables import PROJECTED
+from .state import partitions
+
+__all__ = ["GRACE", "MARK", "Inputs", "Pass", "begin", "inputs", "replace", "vendor_pairs"]
+
+MARK = "fleet"
+"""The name of the projections' row in ``projection_marks``."""
+
+GRACE = timedelta(minutes=10)
+"""How far back in time a pass also looks for new files, whatever their id."""
+
+EVIDENCE = ("case_runs", "runner_evaluations", "outcomes", "assertion_results")
+"""The tables whose new files make a run's projection stale."""
+
+QUIET_ORIGINS = ("compaction",)
+"""Writers of evidence tables whose files change nothing a projection reads (a compaction rewrites rows as
+they were)."""
+
+ORIGIN = "rescore"
+"""The manifest's origin of projected files: like a materialised re-score, a reading of the atoms (the
+manifest's ``origin_ref`` says ``projection``)."""
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What one pass is to do: the runs to recompute, by suite, and the mark it moves to."""
+
+    suites: dict[str, list[str]]
+    """suite_id -> finalised run ids to recompute."""
+    full: bool
+    """Rebuild everything: every projected file is replaced, whatever it holds."""
+    through_file_id: int
+    through_at: datetime
+    recent: dict[str, list[str]]
+    """The ids read within :data:`GRACE` before ``through_at``: files, runs finalised, criteria versions."""
+    previous: int | None
+    """The mark's ``through_file_id`` when the pass began (None: no pass yet)."""
+
+    @property
+    def runs(self) -> list[str]:
+        return sorted(r for runs in self.suites.values() for r in runs)
+
+
+def begin(engine: sa.Engine, *, full: bool = False) -> Pass:
+    """Read the mark and find the runs whose projection is stale (every finalised run when ``full`` or on the
+    first pass).
+
+    Stale: a lake file holding the run was added, the run was finalised, or its suite got a criteria version,
+    since the mark -- by id, or within :data:`GRACE` before the mark's time and not among the ids that pass
+    read (a writer whose transaction committed after the mark was taken).
+    """
+    r, f, fr, c = t.runs, t.lake_files, t.lake_file_runs, t.criteria
+    now = datetime.now(UTC)
+    with engine.connect() as conn:
+        mark = conn.execute(sa.select(t.projection_marks).where(t.projection_marks.c.name == MARK)).first()
+        top = conn.execute(sa.select(sa.func.coalesce(sa.func.max(f.c.file_id), 0))).scalar_one()
+        finalised = conn.execute(sa.select(r.c.suite_id, r.c.run_id, r.c.finalised_at)
+                                 .where(r.c.finalised_at.is_not(None)).order_by(r.c.suite_id, r.c.run_id)).all()
+        recent = {
+            "files": [str(i) for i in conn.execute(sa.select(f.c.file_id).where(
+                f.c.added_at >= now - GRACE, f.c.file_id <= top)).scalars()],
+            "runs": [row.run_id for row in finalised if row.finalised_at >= now - GRACE],
+            "criteria": list(conn.execute(sa.select(c.c.criteria_id).where(c.c.created_at >= now - GRACE)).scalars()),
+        }
+        stale: set[str] | None = None
+        stale_suites: set[str] = set()
+        if mark is not None and not full:
+            since, seen = mark.through_at - GRACE, {k: set(v) for k, v in mark.recent.items()}
+            candidates = conn.execute(
+                sa.select(f.c.file_id, fr.c.run_id).join(fr, fr.c.file_id == f.c.file_id)
+                .where(f.c.table_name.in_(EVIDENCE), f.c.origin.not_in(QUIET_ORIGINS), f.c.file_id <= top,
+                       sa.or_(f.c.file_id > mark.through_file_id, f.c.added_at >= since))
+            ).all()
+            stale = {row.run_id for row in candidates
+                     if row.file_id > mark.through_file_id or str(row.file_id) not in seen["files"]}
+            stale |= {row.run_id for row in finalised if row.finalised_at >= since and row.run_id not in seen["runs"]}
+            stale_suites = {row.suite_id for row in conn.execute(
+                sa.select(c.c.criteria_id, c.c.suite_id).where(c.c.created_at >= since))
+                if row.criteria_id not in seen["criteria"]}
+    suites: dict[str, list[str]] = {}
+    for row in finalised:
+        if stale is None or row.run_id in stale or row.suite_id in stale_suites:
+            suites.setdefault(row.suite_id, []).append(row.run_id)
+    previous = None if mark is None else mark.through_file_id
+    return Pass(suites, full or mark is None, top, now, recent, previous)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the catalog says of one suite's runs, for :mod:`assay.transforms.fleet`."""
+
+    runs: pl.DataFrame
+    """One row per run: run_id, suite_id, suite_key, team_id, date, runner, week_at (created_at), status,
+    status_reason, case_count, case_runs."""
+    versions: pl.DataFrame
+    """One row per (run, consumer, criteria version to apply): the stamped one and the current one."""
+    specs: dict[str, CriteriaSpec]
+
+
+_RUN_SCHEMA = {
+    "run_id": pl.String, "suite_id": pl.String, "suite_key": pl.String, "team_id": pl.String, "date": pl.String,
+    "runner": pl.String, "created_at": pl.Datetime("us", "UTC"), "status": pl.String, "status_reason": pl.String,
+    "case_count": pl.Int64, "case_runs": pl.Int64,
+}
+_VERSION_SCHEMA = {
+    "run_id": pl.String, "consumer_key": pl.String, "criteria_id": pl.String, "criteria_version": pl.Int32,
+    "is_stamped": pl.Boolean, "is_current": pl.Boolean, "stamped_verdict": pl.String,
+}
+
+
+def inputs(engine: sa.Engine, suite_id: str, run_ids: Sequence[str]) -> Inputs:
+    """The runs, the criteria versions to apply to each, and their specs, in one catalog read."""
+    r, s, rc, c = t.runs, t.suites, t.run_criteria, t.criteria
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(r.c.run_id, r.c.suite_id, s.c.suite_key, r.c.team_id, r.c.lake_date.label("date"), r.c.runner,
+                      r.c.created_at, r.c.status, r.c.status_reason, r.c.case_count, r.c.case_runs)
+            .join(s, s.c.suite_id == r.c.suite_id).where(r.c.run_id.in_(list(run_ids)))
+        ).all()
+        stamped = conn.execute(
+            sa.select(rc.c.run_id, rc.c.consumer_key, rc.c.criteria_id, rc.c.version, rc.c.verdict)
+            .where(rc.c.run_id.in_(list(run_ids)))
+        ).all()
+        latest = sa.select(c.c.consumer_key, sa.func.max(c.c.version).label("version")).where(
+            c.c.suite_id == suite_id).group_by(c.c.consumer_key).subquery()
+        current = conn.execute(
+            sa.select(c.c.criteria_id, c.c.consumer_key, c.c.version)
+            .join(latest, sa.and_(latest.c.consumer_key == c.c.consumer_key, latest.c.version == c.c.version))
+            .where(c.c.suite_id == suite_id)
+        ).all()
+        wanted = {row.criteria_id for row in stamped} | {row.criteria_id for row in current}
+        specs = {row.criteria_id: CriteriaSpec.model_validate(row.spec) for row in conn.execute(
+            sa.select(c.c.criteria_id, c.c.spec).where(c.c.criteria_id.in_(sorted(wanted))))}
+    runs = pl.DataFrame([dict(row._mapping) for row in rows], schema=_RUN_SCHEMA)
+    now = {row.consumer_key: (row.criteria_id, row.version) for row in current}
+    versions = [(x.run_id, x.consumer_key, x.criteria_id, x.version, True, now.get(x.consumer_key, ("",))[0] == x.criteria_id,
+                 x.verdict) for x in stamped]
+    have = {(x.run_id, x.criteria_id) for x in stamped}
+    versions += [(run_id, consumer, cid, version, False, True, None)
+                 for run_id in runs["run_id"] for consumer, (cid, version) in now.items() if (run_id, cid) not in have]
+    return Inputs(runs, pl.DataFrame(versions, schema=_VERSION_SCHEMA, orient="row"), specs)
+
+
+def vendor_pairs(engine: sa.Engine) -> pl.DataFrame:
+    """Which vendor evaluation measures which of our behaviours: every version of a ``vendor.evaluation``
+    assertion whose parameters name keys in ``same_behaviour_as``, as (vendor_assertion_id, behaviour)."""
+    a = t.assertions
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(a.c.assertion_id, a.c.params).where(a.c.mechanism == "vendor.evaluation")).all()
+    pairs = [(row.assertion_id, key) for row in rows
+             for key in (_params(row.params).get("same_behaviour_as") or [])]
+    return pl.DataFrame(pairs, schema={"vendor_assertion_id": pl.String, "behaviour": pl.String}, orient="row")
+
+
+def _params(value: object) -> Mapping[str, object]:
+    return json.loads(value) if isinstance(value, str) else value  # type: ignore[return-value]
+
+
+def replace(lake: Lake, plan: Pass, rows: Mapping[str, pl.DataFrame]) -> dict[str, int]:
+    """Replace the projected rows of ``plan``'s runs with ``rows`` (table -> frame with team_id and date), and
+    move the mark, in one catalog transaction. Returns the rows written per table."""
+    recomputed = plan.runs
+    where = FileFilter(runs=recomputed)
+    retired: list[str] = []
+    staged: list[LakeFile] = []
+    written: dict[str, int] = {}
+    for name, table in PROJECTED.items():
+        fresh = rows.get(name)
+        listed = lake.live(name) if plan.full else lake.live(name, where)
+        paths = [path for path, _ in listed]
+        keep = pl.DataFrame()
+        if paths and not plan.full:
+            found = [(lake.address(path), version) for path, version in listed]
+            old = lake.collect(lake.scan_files(name, found), name, where)
+            keep = old.filter(~pl.col("run_id").is_in(recomputed))
+        columns = [*table.arrow_schema.names, "team_id", "date"]
+        parts = [p.select(columns) for p in (keep, fresh) if p is not None and p.height]
+        written[name] = fresh.height if fresh is not None else 0
+        retired += paths
+        if parts:
+            merged = pl.concat(parts, how="vertical_relaxed")
+            staged += [lake.stage(name, part.drop("team_id", "date"), team_id=team, date=date)
+                       for (team, date), part in partitions(merged).items()]
+    failpoint("projection.staged")
+    now = datetime.now(UTC)
+    with lake.engine.begin() as conn:
+        if manifest.retire(conn, retired, by="projection", now=now) != len(set(retired)):
+            raise ConcurrentWriteError("projections: another pass replaced these projected rows meanwhile; nothing "
+                                       "was written; run the projections again")
+        lake.commit(conn, staged, origin=ORIGIN, ref=f"projection through file {plan.through_file_id}")
+        _move_mark(conn, plan, now)
+        failpoint("projection.recorded")
+    return written
+
+
+def _move_mark(conn: sa.Connection, plan: Pass, now: datetime) -> None:
+    m = t.projection_marks
+    values = {"through_file_id": plan.through_file_id, "through_at": plan.through_at, "recent": plan.recent,
+              "updated_at": now}
+    if plan.previous is None:
+        conn.execute(m.insert().values(name=MARK, passes=1, **values))
+        return
+    moved = conn.execute(
+        m.update().where(m.c.name == MARK, m.c.through_file_id == plan.previous)
+        .values(passes=m.c.passes + 1, **values)
+    ).rowcount
+    if moved != 1:
+        raise ConcurrentWriteError("projections: another pass moved the projection mark meanwhile; nothing was "
+                                   "written; run the projections again")
