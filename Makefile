@@ -1,5 +1,6 @@
 # The two commands: `make demo` runs the main job on the embedded default; `make test` installs
-# what is needed and runs every test. `make bench` runs the benchmarks.
+# what is needed and runs every test. `make bench` runs the benchmarks; `make notebooks` opens the analyst
+# notebooks in JupyterLab.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin

@@ -32,16 +32,18 @@ def report(
     as_json: Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")] = False,
 ) -> None:
     """Write an HTML report (no network needed to view it): verdicts, failing behaviours, trends, cost, agreement."""
-    from . import cli, orchestration
+    from . import cli
     from .report import resolve_scope, stale_runs, write_report
-    from .task_runners import wide
 
     ws = cli._workspace()
     scope = resolve_scope(ws, suite=suite, team=team, since=since.date() if since else None,
                           until=until.date() if until else None)
     console = cli._console()
     projected = None
-    if stale_runs(ws):
+    if stale_runs(ws):  # Prefect is imported only then: a report over current tables starts in a second
+        from . import orchestration
+        from .task_runners import wide
+
         projected = orchestration.attend(wide(orchestration.projections), False)
         if not as_json:
             console.print(f"[dim]projected {projected['runs']} run(s) first: the projected tables were behind the "

@@ -91,9 +91,13 @@ def _frame(file: Path) -> pl.DataFrame:
     if file.suffix == ".csv":
         return pl.read_csv(file, infer_schema=False)
     frame = pl.read_parquet(file)
-    return frame.with_columns(
-        pl.col(c).dt.to_string("%Y-%m-%dT%H:%M:%S%.f%:z") if frame.schema[c] == pl.Datetime(time_zone="UTC")
-        else pl.col(c).cast(pl.String) for c in frame.columns)
+    return frame.with_columns(_as_text(c, t) for c, t in frame.schema.items())
+
+
+def _as_text(column: str, dtype: pl.DataType) -> pl.Expr:
+    if isinstance(dtype, pl.Datetime):  # ISO 8601, with its zone when it has one
+        return pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.f" + ("%:z" if dtype.time_zone else ""))
+    return pl.col(column).cast(pl.String)
 
 
 def _read_table(folder: Path, table: Table, line: Lineage, problems: list[str], out: Export) -> list[Row]:

@@ -74,14 +74,15 @@ def plan_import(conn: sa.Connection, export: Export, team: str | None, now: date
     problems: list[str] = []
     known = set(team_ids(conn))
 
+    unknown: dict[str, list[str]] = {}  # a team the catalog lacks -> the rows naming it
+
     def team_of(row: Row) -> str:
         owner = team or row.get("team_id")
         where = f"{row['_file']}: row {row['_row']}"
         if owner is None:
             problems.append(f"{where}, column 'team_id': empty; give it, or import with --team TEAM")
         elif owner not in known:
-            problems.append(f"{where}: team {owner!r} is not in the catalog (known: {listed(sorted(known))}); load a "
-                            "bundle that declares it (`assay load BUNDLE`) or import with --team TEAM")
+            unknown.setdefault(owner, []).append(where)
         return owner or ""
 
     def key_of(row: Row, column: str) -> str:
@@ -101,6 +102,10 @@ def plan_import(conn: sa.Connection, export: Export, team: str | None, now: date
         if run["_team"] != case["_team"]:
             problems.append(f"{r['_file']}: row {r['_row']}: its run belongs to team {run['_team']!r} and its case "
                             f"to {case['_team']!r}; a run tests its own team's cases (or import with --team TEAM)")
+    for owner, rows in unknown.items():
+        more = f" and {len(rows) - 1} more row(s)" if len(rows) > 1 else ""
+        problems.append(f"{rows[0]}{more}: team {owner!r} is not in the catalog (known: {listed(sorted(known))}); "
+                        "load a bundle that declares it (`assay load BUNDLE`) or import with --team TEAM")
     if problems:
         raise LegacyExportError(export.folder, problems)
     return _Planner(conn, export, cases, runs, now).plan()

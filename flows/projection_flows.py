@@ -2,8 +2,9 @@
 
 Each pass recomputes only the finalised runs whose projection is stale (new evidence or judging,
 a finalisation, a new criteria version of their suite: :func:`assay.storage.projection.begin`), one
-mapped task per suite (wide work goes to the configured task runner, :mod:`.task_runners`), and
-replaces their rows in one catalog transaction. ``full=True`` rebuilds everything; a test holds an
+mapped task per batch of suites of about a thousand runs (two at a time in threads, each holding one
+batch's atoms; wide work goes to the configured task runner, :mod:`.task_runners`), and replaces their
+rows in one catalog transaction. ``full=True`` rebuilds everything; a test holds an
 incremental history equal to a full rebuild. The deployment runs it hourly.
 
 The tables (:mod:`assay.storage.lake.projection_tables`): ``run_verdicts`` and ``case_verdicts``
@@ -21,6 +22,7 @@ from typing import Any
 
 import polars as pl
 from prefect import flow, unmapped
+from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_table_artifact
 
 from assay.storage import projection
@@ -32,10 +34,11 @@ from .flow_context import flow_workspace, io_task, workspace
 from .workspace import Workspace
 
 
-def project_suite(ws: Workspace, suite_id: str, run_ids: Sequence[str], pairs: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """Every projected table's rows for ``run_ids`` (finalised runs of one suite), each with team_id and date."""
-    run_ids = list(run_ids)
-    inputs = projection.inputs(ws.engine, suite_id, run_ids)
+def project_runs(ws: Workspace, suites: dict[str, list[str]], pairs: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """Every projected table's rows for the runs of ``suites`` (suite_id -> finalised run ids), each row with
+    suite_id, team_id and date."""
+    run_ids = [run for runs in suites.values() for run in runs]
+    inputs = projection.inputs(ws.engine, suites)
     where = FileFilter(runs=run_ids)
     mine = pl.col("run_id").is_in(run_ids)
     atoms = ws.lake.collect(ws.lake.scan("assertion_results", where).filter(mine), "assertion_results", where)
@@ -62,12 +65,21 @@ def project_suite(ws: Workspace, suite_id: str, run_ids: Sequence[str], pairs: p
     return {name: frame.with_columns(**stamp) for name, frame in out.items()}
 
 
+def stage(ws: Workspace, plan: projection.Pass, suites: dict[str, list[str]], pairs: pl.DataFrame) -> list[projection.Staged]:
+    """One batch of suites' projected rows, computed together and staged suite by suite (visible once the pass
+    commits)."""
+    rows = project_runs(ws, suites, pairs)
+    return [projection.stage_suite(ws.lake, plan, suite_id,
+                                   {name: frame.filter(pl.col("suite_id") == suite_id) for name, frame in rows.items()})
+            for suite_id in suites]
+
+
 def project_all(ws: Workspace, *, full: bool = False) -> dict[str, Any]:
-    """One projection pass in this process, suite after suite (what the flow maps over its task runner)."""
+    """One projection pass in this process, batch after batch (what the flow maps over its task runner)."""
     plan = projection.begin(ws.engine, full=full)
     pairs = projection.vendor_pairs(ws.engine)
-    parts = [project_suite(ws, suite, plan.suites[suite], pairs) for suite in sorted(plan.suites)]
-    return _summary(plan, projection.replace(ws.lake, plan, _gathered(parts)))
+    parts = [part for batch in projection.batches(plan) for part in stage(ws, plan, batch, pairs)]
+    return _summary(plan, projection.commit(ws.lake, plan, parts))
 
 
 def _summary(plan: projection.Pass, written: dict[str, int]) -> dict[str, Any]:
@@ -75,29 +87,23 @@ def _summary(plan: projection.Pass, written: dict[str, int]) -> dict[str, Any]:
 
 
 @io_task
-def project_suite_task(suite_id: str, run_ids: list[str], pairs: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """Reads only: retried on a flaky store like every reader of the lake."""
-    return project_suite(workspace(), suite_id, run_ids, pairs)
+def stage_task(plan: projection.Pass, suites: dict[str, list[str]], pairs: pl.DataFrame) -> list[projection.Staged]:
+    """Retried like every store writer: a second attempt stages afresh (the first attempt's files stay unnamed)."""
+    return stage(workspace(), plan, suites, pairs)
 
 
-def _gathered(parts: Sequence[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
-    names = {name for part in parts for name in part}
-    return {name: pl.concat([p[name] for p in parts if name in p and p[name].height], how="vertical_relaxed")
-            for name in names if any(name in p and p[name].height for p in parts)}
-
-
-@flow(name="projections")
+@flow(name="projections", task_runner=ThreadPoolTaskRunner(max_workers=2))
 def projections(full: bool = False) -> dict[str, Any]:
     """Bring the projected tables up to date: recompute the runs whose projection is stale (all of them with
     ``full``), one task per suite; publishes what it wrote as the table artifact ``projections``."""
     with flow_workspace() as ws:
         plan = projection.begin(ws.engine, full=full)
         pairs = projection.vendor_pairs(ws.engine)
-        suites = sorted(plan.suites)
-        parts = project_suite_task.map(suites, [plan.suites[s] for s in suites], pairs=unmapped(pairs)).result() if suites else []
-        written = projection.replace(ws.lake, plan, _gathered(parts))
-        summary = _summary(plan, written)
+        batches = projection.batches(plan)
+        staged = stage_task.map(unmapped(plan), batches, unmapped(pairs)).result() if batches else []
+        summary = _summary(plan, projection.commit(ws.lake, plan, [part for parts in staged for part in parts]))
+        written = summary["rows"]
         create_table_artifact([{"table": name, "rows": rows} for name, rows in written.items()], key="projections",
-                              description=f"{len(plan.runs)} run(s) of {len(suites)} suite(s) projected"
+                              description=f"{len(plan.runs)} run(s) of {len(plan.suites)} suite(s) projected"
                               + (" (full rebuild)" if plan.full else ""))
         return summary

@@ -154,8 +154,9 @@ def gather(con: "duckdb.DuckDBPyConnection", scope: Scope) -> dict[str, Any]:
     data["runner_costs"] = _rows(con, """SELECT team_id, week::VARCHAR AS week, runner, runs, case_runs,
         runner_cost_usd, judge_cost_usd, total_cost_usd FROM runner_costs ORDER BY team_id, week, runner""")
     data["consumer_costs"] = _rows(con, """SELECT consumer_key, sum(runs)::BIGINT AS runs,
-        sum(case_runs)::BIGINT AS case_runs, sum(runner_cost_usd) AS runner_cost_usd, sum(judge_cost_usd) AS judge_cost_usd,
-        sum(total_cost_usd) AS total_cost_usd FROM consumer_costs GROUP BY consumer_key ORDER BY consumer_key""")
+        sum(case_runs)::BIGINT AS case_runs, sum(runner_cost_usd) AS runner_cost_usd,
+        sum(judge_cost_usd) AS judge_cost_usd, sum(total_cost_usd) AS total_cost_usd
+        FROM consumer_costs GROUP BY consumer_key ORDER BY consumer_key""")
     data["agreement"] = _rows(con, """SELECT * FROM evaluator_agreement
         ORDER BY behaviour, vendor_key, team_id""")
     data["disagreements"] = _rows(con, """
@@ -188,8 +189,8 @@ def _failing(con: "duckdb.DuckDBPyConnection") -> tuple[list[dict[str, Any]], in
           SELECT *, row_number() OVER (PARTITION BY assertion_key ORDER BY per_case, date DESC, case_key) AS n
           FROM failed
         )
-        SELECT p.assertion_key, p.case_key, p.run_id, p.case_run_id, p.reason, p.evaluator, c.source_ref, c.status,
-          c.error, c.transcript
+        SELECT p.assertion_key, p.case_key, p.run_id, p.case_run_id, p.reason, p.evaluator, c.runner, c.source_ref,
+          c.status, c.error, c.transcript
         FROM picked p LEFT JOIN case_runs c USING (case_run_id) WHERE p.n <= {EXAMPLES}
         ORDER BY p.assertion_key, p.n""", [[f["assertion_key"] for f in shown]])
     for row in shown:

@@ -46,9 +46,10 @@ table { border-collapse: collapse; margin: 8px 0; font-size: 0.93em; }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
-code, .id { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 0.9em; overflow-wrap: break-word; }
+code, .id { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 0.9em;
+  overflow-wrap: break-word; }
 .nw, td .id { white-space: nowrap; }
-details > summary { cursor: pointer; color: #0550ae; margin: 6px 0; }
+details > summary { cursor: pointer; color: #0969da; margin: 6px 0; }
 .note { color: #57606a; }
 .flag { color: #9a6700; font-weight: 600; }
 svg.chart { width: 100%; max-width: 760px; height: auto; display: block; margin: 8px 0; }
@@ -134,7 +135,8 @@ def render(data: dict[str, Any]) -> Rendered:
     title = f"Assay report: {data['describe']}, {data['period']}"
     out.html = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>{''.join(parts)}</main></body></html>\n")
+                f"<title>{_e(title)}</title><style>{CSS}</style></head>"
+                f"<body><main>{''.join(parts)}</main></body></html>\n")
     return out
 
 
@@ -198,8 +200,9 @@ def _failing(data: dict[str, Any]) -> tuple[str, int]:
     parts = ['<p class="note">Behaviours with at least one failure (a result not met), the most widespread first. '
              "The met rate leaves undetermined results out.</p>",
              _table([("behaviour", lambda r: _id(r["assertion_key"]), False),
-                     ("examples", lambda r: f'<a href="#example-{_e(r["assertion_key"])}">{len(r["examples"])} below</a>',
-                      False), _col("teams failing", "teams_failing", True),
+                     ("examples", lambda r: f'<a href="#example-{_e(r["assertion_key"])}">'
+                                            f'{len(r["examples"])} below</a>', False),
+                     _col("teams failing", "teams_failing", True),
                      ("teams", lambda r: _list(r["failing_teams"]), False), _col("failures", "failures", True),
                      _col("results", "results", True), _col("met rate", "met_rate", True, _rate),
                      ("evaluators", _evaluators, False)], rows)]
@@ -225,7 +228,8 @@ def _example(e: dict[str, Any]) -> str:
     if e.get("status") not in (None, "executed"):
         return f'<div class="example">{head}<div class="note">did not execute: {_e(e.get("error"))}</div></div>'
     if not e["excerpt"]:
-        return f'<div class="example">{head}<div class="note">no transcript (the runner checked a compiled config)</div></div>'
+        return (f'<div class="example">{head}<div class="note">no transcript: the {_e(e.get("runner"))} runner '
+                "recorded none</div></div>")
     turns = "".join(f'<li><span class="role">{_e(t["role"])}:</span> {_e(t["text"])}</li>' for t in e["excerpt"])
     rest = e["turns"] - len(e["excerpt"])
     more = f'<li class="note">… {rest} more turn(s)</li>' if rest > 0 else ""
@@ -271,8 +275,9 @@ def _trends(data: dict[str, Any]) -> tuple[str, int]:
     if data["weekly"]:
         parts.append(_folded("Failures by team and week", _table(
             [key, _col("team", "team_id", fmt=_nw), _col("week", "week", fmt=_nw), _col("runs", "runs", True),
-             _col("results", "results", True), _col("not met", "not_met", True), _col("met rate", "met_rate", True, _rate),
-             ("versions", lambda r: _list(r["versions"]), False), ("evaluators", _evaluators, False)], data["weekly"]),
+             _col("results", "results", True), _col("not met", "not_met", True),
+             _col("met rate", "met_rate", True, _rate), ("versions", lambda r: _list(r["versions"]), False),
+             ("evaluators", _evaluators, False)], data["weekly"]),
             len(data["weekly"])))
     return "".join(parts), charts
 
@@ -301,16 +306,17 @@ def _costs(data: dict[str, Any]) -> tuple[str, int]:
         if unpriced:
             parts.append(f'<p class="note">Not charted, no cost reported: {_list(unpriced)}.</p>')
     else:
-        parts.append('<p class="note">No runner reported a cost and no judge price is configured: nothing to chart.</p>')
+        parts.append('<p class="note">No runner reported a cost and no judge price is configured: '
+                     "nothing to chart.</p>")
     money = [_col("runner cost", "runner_cost_usd", True, _usd), _col("judge cost", "judge_cost_usd", True, _usd),
              _col("total", "total_cost_usd", True, _usd)]
     parts.append("<h3>Per team, week and runner</h3>" + _table(
-        [_col("team", "team_id", fmt=_nw), _col("week", "week", fmt=_nw), _col("runner", "runner"), _col("runs", "runs", True),
-         _col("case runs", "case_runs", True), *money], runner))
+        [_col("team", "team_id", fmt=_nw), _col("week", "week", fmt=_nw), _col("runner", "runner"),
+         _col("runs", "runs", True), _col("case runs", "case_runs", True), *money], runner))
     parts.append("<h3>Per consumer</h3><p class=\"note\">The full cost of every run the consumer reads: runs serve "
                  "every consumer at once, so these figures overlap and do not add up to the total.</p>" + _table(
-                     [_col("consumer", "consumer_key"), _col("runs", "runs", True), _col("case runs", "case_runs", True),
-                      *money], data["consumer_costs"]))
+                     [_col("consumer", "consumer_key"), _col("runs", "runs", True),
+                      _col("case runs", "case_runs", True), *money], data["consumer_costs"]))
     return "".join(parts), charts
 
 

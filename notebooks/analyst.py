@@ -21,8 +21,9 @@ _UNPROJECTED = """SELECT count(*) FROM runs
 WHERE finalised_at IS NOT NULL AND run_id NOT IN (SELECT run_id FROM run_costs)"""
 
 
-def open_lake(*, project: bool = False) -> duckdb.DuckDBPyConnection:
-    """DuckDB over the workspace's lake and catalog; with ``project``, after one projection pass."""
+def open_lake(*, project: bool = False, projected: bool = True) -> duckdb.DuckDBPyConnection:
+    """DuckDB over the workspace's lake and catalog; with ``project``, after one projection pass. A notebook
+    that reads no projected table passes ``projected=False``: it is not told to run ``assay project``."""
     from assay.flows.workspace import open_workspace
 
     ws = open_workspace()
@@ -40,11 +41,13 @@ def open_lake(*, project: bool = False) -> duckdb.DuckDBPyConnection:
     (behind,) = row(con, _UNPROJECTED)
     if not runs:
         print("No finalised run yet: run a suite (`assay run TEAM/SUITE`), or `make demo` for the demo's.")
-    elif behind:
+    elif behind and projected:
         print(f"{behind} of {runs} finalised run(s) are not in the projected tables yet: run `assay project` "
               "(or set PROJECT = True above and run the notebook again).")
-    else:
+    elif projected:
         print(f"{runs} finalised run(s), all projected (judging since the last `assay project` shows after the next).")
+    else:
+        print(f"{runs} finalised run(s).")
     return con
 
 

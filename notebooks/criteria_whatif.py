@@ -55,7 +55,7 @@ CONSUMER = None  # a consumer key: only its stamped verdicts
 import altair as alt
 import polars as pl
 import yaml
-from analyst import open_lake
+from analyst import open_lake, table
 
 from assay.core.criteria import CriteriaSpec
 from assay.flows.rescoring import rescore
@@ -63,10 +63,22 @@ from assay.flows.selection import read_spec
 from assay.flows.whatif import whatif
 from assay.flows.workspace import open_workspace
 
-con = open_lake()
+con = open_lake(projected=False)  # a what-if reads the judged results themselves, not the projected tables
 spec = read_spec(CANDIDATE_FILE) if CANDIDATE_FILE else CriteriaSpec.model_validate(yaml.safe_load(CANDIDATE))
 print("Candidate:", spec.model_dump())
 ws = open_workspace()
+
+# %% [markdown]
+# ## The criteria in force
+#
+# Each consumer's latest criteria version per suite, to read the candidate against. The what-if itself
+# compares each run with the verdict stamped on it, under the version stamped at its start (maybe older).
+
+# %%
+table(con, """SELECT s.team_id, s.suite_key, c.consumer_key, c.version, c.spec
+              FROM criteria c JOIN suites s USING (suite_id)
+              QUALIFY c.version = max(c.version) OVER (PARTITION BY c.suite_id, c.consumer_key)
+              ORDER BY s.team_id, s.suite_key, c.consumer_key""", "no criteria loaded: `assay load` a bundle")
 
 # %% [markdown]
 # ## Over history: flips per team, suite and consumer
@@ -114,7 +126,7 @@ flips
 by_key = flips.explode("keys").drop_nulls("keys").group_by("keys", "team").len("flips").rename({"keys": "key"})
 alt.Chart(by_key).mark_bar().encode(
     x=alt.X("sum(flips):Q", title="flips the key takes part in"),
-    y=alt.Y("key:N", title="key", sort="-x"),
+    y=alt.Y("key:N", title="key", sort="-x", axis=alt.Axis(labelLimit=0)),
     color=alt.Color("team:N", title="team"),
     tooltip=["key", "team", "flips"],
 ).properties(width=320, title="Keys behind the flips")

@@ -84,16 +84,16 @@ failures = table(con, """SELECT team_id, assertion_key, evaluator, count(*) AS r
 failures
 
 # %%
-shown = failures.head(TOP).with_columns(behaviour=pl.format("{} ({})", "assertion_key", "team_id"))
+shown = failures.head(TOP).with_columns(behaviour=pl.format("{} ({}, {})", "assertion_key", "team_id", "evaluator"))
 outcomes = shown.unpivot(index=["behaviour", "evaluator"], on=["met", "failed", "undetermined"],
                          variable_name="result", value_name="count")
 alt.Chart(outcomes).mark_bar().encode(
     x=alt.X("sum(count):Q", title="current results", stack="normalize"),
-    y=alt.Y("behaviour:N", title=None, sort=shown["behaviour"].to_list()),
+    y=alt.Y("behaviour:N", title=None, sort=shown["behaviour"].to_list(), axis=alt.Axis(labelLimit=0)),
     color=alt.Color("result:N", scale=alt.Scale(domain=["met", "failed", "undetermined"],
                                                 range=["#4c9a2a", "#d62728", "#999999"])),
     tooltip=["behaviour", "evaluator", "result", "count"],
-).properties(width=360, title=f"Current results of the {shown.height} behaviour(s) failing most")
+).properties(width=360, title=f"Current results: the {shown.height} behaviour(s) and evaluator(s) failing most")
 
 # %% [markdown]
 # ## Why results could not be determined

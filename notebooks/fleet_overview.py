@@ -94,7 +94,8 @@ changed
 MIN_TEAMS = 1
 SINCE, UNTIL = row(con, "SELECT min(week), max(week) + 7 FROM behaviour_stats")  # [since, until)
 common = table(con, "SELECT * FROM common_failures(?, ?, ?)", params=[MIN_TEAMS, SINCE, UNTIL],
-               what=f"no behaviour failed in {MIN_TEAMS} team(s) or more between {SINCE} and {UNTIL}")
+               what=f"no behaviour failed in {MIN_TEAMS} team(s) or more between {SINCE} and {UNTIL}"
+               if SINCE else "no behaviour has a result yet")
 common
 
 # %% [markdown]
@@ -111,13 +112,17 @@ per_team = table(con, """SELECT assertion_key, team_id, CAST(sum(results) AS BIG
                             bool_or(mixed_evaluators) AS mixed_evaluators
                      FROM fleet_weekly GROUP BY ALL ORDER BY assertion_key, team_id""",
                  "no behaviour has a result yet")
-alt.Chart(per_team.with_columns(pl.col("evaluators").list.join(", "))).mark_rect().encode(
+cells = alt.Chart(per_team.with_columns(pl.col("evaluators").list.join(", "))).encode(
     x=alt.X("team_id:N", title="team"),
-    y=alt.Y("assertion_key:N", title="behaviour", sort=alt.EncodingSortField("met_rate", order="ascending")),
-    color=alt.Color("met_rate:Q", title="met rate", scale=alt.Scale(domain=[0, 1], scheme="redyellowgreen")),
+    y=alt.Y("assertion_key:N", title="behaviour", sort=alt.EncodingSortField("met_rate", order="ascending"),
+            axis=alt.Axis(labelLimit=0)),
     tooltip=["assertion_key", "team_id", "results", "met", "not_met", "undetermined", "met_rate", "evaluators",
              "mixed_evaluators"],
-).properties(title="Met rate per behaviour and team (undetermined results left out)")
+)
+(cells.mark_rect(color="#bbbbbb").transform_filter("datum.met_rate === null")
+ + cells.mark_rect().encode(color=alt.Color("met_rate:Q", title="met rate",
+                                            scale=alt.Scale(domain=[0, 1], scheme="redyellowgreen")))
+ ).properties(title="Met rate per behaviour and team (undetermined results left out)")
 
 # %% [markdown]
 # ## One behaviour across its assertion versions
@@ -131,10 +136,13 @@ alt.Chart(per_team.with_columns(pl.col("evaluators").list.join(", "))).mark_rect
 BEHAVIOUR = None  # an assertion key; None: the one with the most versions, then the most failures
 if BEHAVIOUR is None:
     (BEHAVIOUR,) = row(con, """SELECT assertion_key FROM behaviour_trend GROUP BY assertion_key
-                               ORDER BY count(DISTINCT assertion_version) DESC, sum(not_met) DESC, assertion_key""") or (None,)
+                               ORDER BY count(DISTINCT assertion_version) DESC, sum(not_met) DESC,
+                                        assertion_key""") or (None,)
 trend = table(con, "SELECT * FROM behaviour_trend WHERE assertion_key = ? ORDER BY assertion_version, week",
-              params=[BEHAVIOUR], what=f"no result of the behaviour {BEHAVIOUR}")
-print(f"Behaviour: {BEHAVIOUR}, {trend['assertion_version'].n_unique()} version(s)")
+              params=[BEHAVIOUR],
+              what=f"no result of the behaviour {BEHAVIOUR}" if BEHAVIOUR else "no behaviour to show")
+if BEHAVIOUR:
+    print(f"Behaviour: {BEHAVIOUR}, {trend['assertion_version'].n_unique()} version(s)")
 trend
 
 # %%

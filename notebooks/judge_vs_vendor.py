@@ -62,9 +62,10 @@ else:
     print("No pair where both sides decided: no agreement rate to give.")
 
 # %%
-alt.Chart(agreement.with_columns(label=pl.format("{} vs {} ({})", "behaviour", "vendor_key", "team_id"))).mark_bar().encode(
+labelled = agreement.with_columns(label=pl.format("{} vs {} ({})", "behaviour", "vendor_key", "team_id"))
+alt.Chart(labelled).mark_bar().encode(
     x=alt.X("agreement_rate:Q", title="agreement rate (decided pairs)", scale=alt.Scale(domain=[0, 1])),
-    y=alt.Y("label:N", title=None),
+    y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=0)),
     tooltip=["behaviour", "vendor_key", "our_evaluator", "vendor_evaluator", "team_id", "pairs", "decided", "agree",
              "disagree", "we_pass_vendor_fails", "we_fail_vendor_passes"],
 ).properties(width=360, title="How often we agree with the vendor")
@@ -80,11 +81,15 @@ alt.Chart(agreement.with_columns(label=pl.format("{} vs {} ({})", "behaviour", "
 side = {True: "met", False: "not met", None: "undetermined"}
 pairs = table(con, """SELECT our_met, vendor_met, count(*) AS pairs FROM evaluator_pairs
                       GROUP BY ALL ORDER BY ALL""", "no pair yet")
-grid = pairs.with_columns(
+said = pairs.with_columns(
     ours=pl.col("our_met").replace_strict(side, default="undetermined", return_dtype=pl.String),
     vendor=pl.col("vendor_met").replace_strict(side, default="undetermined", return_dtype=pl.String),
 ).select("ours", "vendor", "pairs")
-grid.pivot(on="vendor", index="ours", values="pairs", sort_columns=True).fill_null(0)
+sides = pl.DataFrame({"said": ["met", "not met"] + (
+    ["undetermined"] if "undetermined" in set(said["ours"]) | set(said["vendor"]) else [])})
+grid = (sides.rename({"said": "ours"}).join(sides.rename({"said": "vendor"}), how="cross")
+        .join(said, on=["ours", "vendor"], how="left").with_columns(pl.col("pairs").fill_null(0)))
+grid.pivot(on="vendor", index="ours", values="pairs")
 
 # %%
 order = ["met", "not met", "undetermined"]

@@ -9,10 +9,11 @@ suite got a new criteria version (its current verdicts change). A writer's trans
 smaller file id, or an earlier time, after the mark was taken; so the mark also keeps the ids it read
 within :data:`GRACE` before its time (``recent``), and anything in that window it did not read is new.
 
-**How a pass writes.** Copy on write, as judging keeps its state (:mod:`.state`): the live projected
-files holding any recomputed run are read, their other runs' rows kept, the recomputed rows added,
-and everything is staged as new files; then **one** catalog transaction retires the old files, names the
-new ones and moves the mark. A crashed pass leaves unnamed files (vacuumed) and the old mark; a
+**How a pass writes.** Copy on write, as judging keeps its state (:mod:`.state`), one suite at a time
+(every projected file holds one suite's runs): the live files holding any recomputed run are read,
+their other runs' rows kept, the recomputed rows added, and everything is staged as new files
+(:func:`stage_suite`); then **one** catalog transaction retires the old files, names the new ones and
+moves the mark (:func:`commit`). A crashed pass leaves unnamed files (vacuumed) and the old mark; a
 concurrent pass over the same runs finds its files retired and is refused.
 """
 
@@ -35,7 +36,7 @@ from .lake import FileFilter, Lake, LakeFile, manifest
 from .lake.projection_tables import PROJECTED
 from .state import partitions
 
-__all__ = ["GRACE", "MARK", "Inputs", "Pass", "begin", "inputs", "replace", "vendor_pairs"]
+__all__ = ["GRACE", "MARK", "Inputs", "Pass", "Staged", "batches", "begin", "commit", "inputs", "stage_suite", "vendor_pairs"]
 
 MARK = "fleet"
 """The name of the projections' row in ``projection_marks``."""
@@ -121,7 +122,7 @@ def begin(engine: sa.Engine, *, full: bool = False) -> Pass:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What the catalog says of one suite's runs, for :mod:`assay.transforms.fleet`."""
+    """What the catalog says of some suites' runs, for :mod:`assay.transforms.fleet`."""
 
     runs: pl.DataFrame
     """One row per run: run_id, suite_id, suite_key, team_id, date, runner, week_at (created_at), status,
@@ -142,37 +143,58 @@ _VERSION_SCHEMA = {
 }
 
 
-def inputs(engine: sa.Engine, suite_id: str, run_ids: Sequence[str]) -> Inputs:
-    """The runs, the criteria versions to apply to each, and their specs, in one catalog read."""
+def inputs(engine: sa.Engine, suites: Mapping[str, Sequence[str]]) -> Inputs:
+    """The runs of ``suites`` (suite_id -> run ids), the criteria versions to apply to each (the stamped one and
+    each consumer's latest for the suite), and their specs, in one catalog read."""
     r, s, rc, c = t.runs, t.suites, t.run_criteria, t.criteria
+    run_ids = [run for runs in suites.values() for run in runs]
     with engine.connect() as conn:
         rows = conn.execute(
             sa.select(r.c.run_id, r.c.suite_id, s.c.suite_key, r.c.team_id, r.c.lake_date.label("date"), r.c.runner,
                       r.c.created_at, r.c.status, r.c.status_reason, r.c.case_count, r.c.case_runs)
-            .join(s, s.c.suite_id == r.c.suite_id).where(r.c.run_id.in_(list(run_ids)))
+            .join(s, s.c.suite_id == r.c.suite_id).where(r.c.run_id.in_(run_ids))
         ).all()
         stamped = conn.execute(
             sa.select(rc.c.run_id, rc.c.consumer_key, rc.c.criteria_id, rc.c.version, rc.c.verdict)
-            .where(rc.c.run_id.in_(list(run_ids)))
+            .where(rc.c.run_id.in_(run_ids))
         ).all()
-        latest = sa.select(c.c.consumer_key, sa.func.max(c.c.version).label("version")).where(
-            c.c.suite_id == suite_id).group_by(c.c.consumer_key).subquery()
+        latest = sa.select(c.c.suite_id, c.c.consumer_key, sa.func.max(c.c.version).label("version")).where(
+            c.c.suite_id.in_(list(suites))).group_by(c.c.suite_id, c.c.consumer_key).subquery()
         current = conn.execute(
-            sa.select(c.c.criteria_id, c.c.consumer_key, c.c.version)
-            .join(latest, sa.and_(latest.c.consumer_key == c.c.consumer_key, latest.c.version == c.c.version))
-            .where(c.c.suite_id == suite_id)
+            sa.select(c.c.criteria_id, c.c.suite_id, c.c.consumer_key, c.c.version)
+            .join(latest, sa.and_(latest.c.suite_id == c.c.suite_id, latest.c.consumer_key == c.c.consumer_key,
+                                  latest.c.version == c.c.version))
         ).all()
         wanted = {row.criteria_id for row in stamped} | {row.criteria_id for row in current}
         specs = {row.criteria_id: CriteriaSpec.model_validate(row.spec) for row in conn.execute(
             sa.select(c.c.criteria_id, c.c.spec).where(c.c.criteria_id.in_(sorted(wanted))))}
     runs = pl.DataFrame([dict(row._mapping) for row in rows], schema=_RUN_SCHEMA)
-    now = {row.consumer_key: (row.criteria_id, row.version) for row in current}
-    versions = [(x.run_id, x.consumer_key, x.criteria_id, x.version, True, now.get(x.consumer_key, ("",))[0] == x.criteria_id,
-                 x.verdict) for x in stamped]
+    now: dict[str, dict[str, tuple[str, int]]] = {}
+    for row in current:
+        now.setdefault(row.suite_id, {})[row.consumer_key] = (row.criteria_id, row.version)
+    suite_of = dict(zip(runs["run_id"], runs["suite_id"], strict=True))
+    versions = [(x.run_id, x.consumer_key, x.criteria_id, x.version, True,
+                 now.get(suite_of[x.run_id], {}).get(x.consumer_key, ("",))[0] == x.criteria_id, x.verdict)
+                for x in stamped]
     have = {(x.run_id, x.criteria_id) for x in stamped}
     versions += [(run_id, consumer, cid, version, False, True, None)
-                 for run_id in runs["run_id"] for consumer, (cid, version) in now.items() if (run_id, cid) not in have]
+                 for run_id, suite_id in suite_of.items()
+                 for consumer, (cid, version) in now.get(suite_id, {}).items() if (run_id, cid) not in have]
     return Inputs(runs, pl.DataFrame(versions, schema=_VERSION_SCHEMA, orient="row"), specs)
+
+
+def batches(plan: Pass, runs: int = 1000) -> list[dict[str, list[str]]]:
+    """The pass's suites in batches of about ``runs`` runs (a suite is never split): one task each, so a pass
+    over a few new runs of many suites is one read, and a full pass holds one batch's atoms at a time."""
+    out: list[dict[str, list[str]]] = []
+    size = runs
+    for suite_id in sorted(plan.suites):
+        if size >= runs:
+            out.append({})
+            size = 0
+        out[-1][suite_id] = plan.suites[suite_id]
+        size += len(plan.suites[suite_id])
+    return out
 
 
 def vendor_pairs(engine: sa.Engine) -> pl.DataFrame:
@@ -190,41 +212,61 @@ def _params(value: object) -> Mapping[str, object]:
     return json.loads(value) if isinstance(value, str) else value  # type: ignore[return-value]
 
 
-def replace(lake: Lake, plan: Pass, rows: Mapping[str, pl.DataFrame]) -> dict[str, int]:
-    """Replace the projected rows of ``plan``'s runs with ``rows`` (table -> frame with team_id and date), and
-    move the mark, in one catalog transaction. Returns the rows written per table."""
-    recomputed = plan.runs
+@dataclass(frozen=True)
+class Staged:
+    """One suite's share of a pass: the projected files it replaces, the files it staged, rows per table."""
+
+    retired: list[str]
+    staged: list[LakeFile]
+    written: dict[str, int]
+
+
+def stage_suite(lake: Lake, plan: Pass, suite_id: str, rows: Mapping[str, pl.DataFrame]) -> Staged:
+    """Stage the projected files of one suite's recomputed runs (``rows``: table -> frame with team_id and date),
+    copy on write: the suite's files holding any of those runs are read, their other runs' rows kept. Every
+    file holds one suite's runs (compaction leaves projected tables alone), so suites stage independently."""
+    recomputed = plan.suites[suite_id]
     where = FileFilter(runs=recomputed)
     retired: list[str] = []
     staged: list[LakeFile] = []
     written: dict[str, int] = {}
     for name, table in PROJECTED.items():
         fresh = rows.get(name)
-        listed = lake.live(name) if plan.full else lake.live(name, where)
-        paths = [path for path, _ in listed]
-        keep = pl.DataFrame()
-        if paths and not plan.full:
-            found = [(lake.address(path), version) for path, version in listed]
-            old = lake.collect(lake.scan_files(name, found), name, where)
-            keep = old.filter(~pl.col("run_id").is_in(recomputed))
+        keep = None
+        if not plan.full:
+            listed = lake.live(name, where)
+            retired += [path for path, _ in listed]
+            if listed:
+                found = [(lake.address(path), version) for path, version in listed]
+                keep = lake.collect(lake.scan_files(name, found), name, where).filter(~pl.col("run_id").is_in(recomputed))
         columns = [*table.arrow_schema.names, "team_id", "date"]
         parts = [p.select(columns) for p in (keep, fresh) if p is not None and p.height]
         written[name] = fresh.height if fresh is not None else 0
-        retired += paths
         if parts:
             merged = pl.concat(parts, how="vertical_relaxed")
             staged += [lake.stage(name, part.drop("team_id", "date"), team_id=team, date=date)
                        for (team, date), part in partitions(merged).items()]
+    return Staged(retired, staged, written)
+
+
+def commit(lake: Lake, plan: Pass, parts: Sequence[Staged]) -> dict[str, int]:
+    """Swap every suite's staged files in and move the mark, in **one** catalog transaction (a full pass retires
+    every projected file there was). Returns the rows written per table."""
     failpoint("projection.staged")
     now = datetime.now(UTC)
+    staged = [f for part in parts for f in part.staged]
     with lake.engine.begin() as conn:
-        if manifest.retire(conn, retired, by="projection", now=now) != len(set(retired)):
+        if plan.full:
+            retired = sorted({path for name in PROJECTED for path, _ in manifest.live(conn, name, FileFilter())})
+        else:
+            retired = sorted({path for part in parts for path in part.retired})
+        if manifest.retire(conn, retired, by="projection", now=now) != len(retired):
             raise ConcurrentWriteError("projections: another pass replaced these projected rows meanwhile; nothing "
                                        "was written; run the projections again")
         lake.commit(conn, staged, origin=ORIGIN, ref=f"projection through file {plan.through_file_id}")
         _move_mark(conn, plan, now)
         failpoint("projection.recorded")
-    return written
+    return {name: sum(part.written.get(name, 0) for part in parts) for name in PROJECTED}
 
 
 def _move_mark(conn: sa.Connection, plan: Pass, now: datetime) -> None:

@@ -58,6 +58,8 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assertion version of ``out_of_area_clause`` and a second criteria version), and everything projected."""
     home = tmp_path_factory.mktemp("notebooks") / "home"
     with pytest.MonkeyPatch.context() as mp:
+        for key in [k for k in os.environ if k.startswith("ASSAY_")]:
+            mp.delenv(key)  # the kernel sees ASSAY_HOME alone: so does the demo it reads
         mp.setenv("ASSAY_HOME", str(home))
         ws = open_workspace(create=True)
         try:
@@ -106,6 +108,8 @@ def probed(notebook: nbformat.NotebookNode) -> dict:
 
 def test_there_are_notebooks_and_each_is_probed() -> None:
     assert set(NOTEBOOKS) == set(PROBES)
+    sources = {p.stem for p in FOLDER.glob("*.py") if "formats: ipynb,py:percent" in p.read_text()}
+    assert sources == set(NOTEBOOKS)  # every notebook source has its .ipynb, and the reverse
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -147,7 +151,7 @@ def test_each_notebook_runs_on_a_kernel_against_the_demo(
         assert all(v["runs"] == v["error"] == 1 for v in hvac)  # the call that did not execute: no verdict possible
     elif name == "judge_vs_vendor":
         assert (found["agree"], found["decided"]) == (2, 3)
-        assert found["grid"] == {"met/met": 1, "not met/met": 1, "not met/not met": 1}
+        assert found["grid"] == {"met/met": 1, "met/not met": 0, "not met/met": 1, "not met/not met": 1}
         [row] = found["disagreements"]
         assert (row["our_met"], row["vendor_met"]) == (False, True) and row["our_reason"]
     elif name == "criteria_whatif":
@@ -155,7 +159,8 @@ def test_each_notebook_runs_on_a_kernel_against_the_demo(
         assert [(g["consumer"], g["runs"], g["flips"], g["from_error"]) for g in found["groups"]] == [
             ("blueprint_ci", 1, 1, 1), ("nightly_sweep", 1, 1, 1), ("publish_gate", 1, 1, 1)]
         assert {(f["stamped"], f["verdict"]) for f in found["flips"]} == {("error", "fail")}
-        assert found["one"] == ["northside-hvac/recorded-calls", "blueprint_ci", [{"stamped": "error", "verdict": "fail"}]]
+        assert found["one"] == ["northside-hvac/recorded-calls", "blueprint_ci",
+                                [{"stamped": "error", "verdict": "fail"}]]
     else:
         assert found["case_runs"] == 20 and found["teams"] == ["acme-plumbing", "northside-hvac"]
         assert found["statuses"] == ["error", "executed"]

@@ -29,6 +29,7 @@ from assay.core.ids import new_id
 
 from . import manifest
 from .manifest import FileFilter, LakeFile
+from .projection_tables import PROJECTED
 from .store import Lake
 
 __all__ = ["Compaction", "Partition", "TARGET_BYTES", "compact", "plan", "rewrite", "sort_keys", "swap"]
@@ -99,8 +100,8 @@ def plan(
                                      team=team)
     partitions = []
     for (name, team_id, day), rows in groupby(found, key=lambda r: (r.table_name, r.team_id, r.lake_date)):
-        if name not in lake.tables:
-            continue  # a table this build does not know: leave its files alone
+        if name not in lake.tables or name in PROJECTED:
+            continue  # a table this build does not know, or a projected one (rewritten per suite by every pass)
         small = tuple(SmallFile(r.path, r.rows, r.bytes, r.schema_version) for r in rows)
         p = Partition(name, team_id, day, small)
         if len(small) >= min_files and _pieces(p, target_bytes) < len(small):

@@ -223,6 +223,7 @@ def test_bad_exports_fail_clearly_and_write_nothing(home: Path, tmp_path: Path) 
     assert not list((home / "lake").rglob("*.parquet"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["legacy.staged", "legacy.recorded"])
 def test_an_import_killed_before_it_commits_leaves_nothing_and_imports_whole_later(home: Path, step: str) -> None:
     before = catalog_counts(home)
@@ -235,6 +236,7 @@ def test_an_import_killed_before_it_commits_leaves_nothing_and_imports_whole_lat
     assert len(lake_rows(home, "simulation_v2")["results"]) == 3
 
 
+@pytest.mark.slow
 def test_imported_history_reads_like_any_run_and_is_never_judged(home: Path) -> None:
     doc = imported("prompt_test", FIXTURES / "prompt_test", home)
     run = doc["runs"][0]
@@ -281,6 +283,7 @@ def test_an_import_on_postgresql(tmp_path: Path, module_postgres_url: str) -> No
     assert catalog_counts(home, module_postgres_url) == before
 
 
+@pytest.mark.slow
 def test_the_readme_legacy_history_block_runs_as_written(tmp_path: Path) -> None:
     heading = "## Legacy history"
     assert_walked(heading, walk(heading, tmp_path / "home"))
