@@ -2,7 +2,8 @@
 
 The lake (:mod:`.lakegen`, ``teams=40``): 50 k finalised runs of 100 case runs and 10 assertions each,
 one suite per team read by two consumers, the last key a vendor's guardrail set against our judge's
-``stays_in_role``; one judging pass per 10 runs over 20 dates, then a re-judge of 5% of the case runs.
+``stays_in_role``; one judging pass per 50 runs of a team over 20 dates, then a re-judge of 5% of the
+case runs.
 It is written once and kept under ``bench/.work/fleet-50m`` (delete it to rebuild); each benchmark
 works on a copy-free sequence over it:
 
@@ -97,7 +98,7 @@ def _lake() -> dict[str, Any]:
     built = HOME / "built.json"
     if not built.exists():
         workdir("fleet-50m")
-        built.write_text(json.dumps(build(HOME, RUNS, teams=TEAMS, runs_per_pass=10)))
+        built.write_text(json.dumps(build(HOME, RUNS, teams=TEAMS, runs_per_pass=50)))
     return json.loads(built.read_text())
 
 

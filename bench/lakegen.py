@@ -179,6 +179,7 @@ def _judge(ws: Any, rng: random.Random, frame: pl.DataFrame, assertions: pl.Data
     behaviour = _behaviour(rng, frame)
     passes, atoms, all_case_runs = 0, 0, []
     for date, chunk in frame.group_by("date", maintain_order=True):
+        chunk = chunk.sort("team_id", "n")  # a pass judges one team's runs (two at a team boundary)
         for start in range(0, chunk.height, runs_per_pass):
             these = chunk.slice(start, runs_per_pass)
             n = these.height * case_runs_per_run
