@@ -69,6 +69,7 @@ def stage(ws: Workspace, plan: projection.Pass, suites: dict[str, list[str]], pa
     """One batch of suites' projected rows, computed together and staged suite by suite (visible once the pass
     commits)."""
     rows = project_runs(ws, suites, pairs)
+    projection.check(ws.lake, rows)
     return [projection.stage_suite(ws.lake, plan, suite_id,
                                    {name: frame.filter(pl.col("suite_id") == suite_id) for name, frame in rows.items()})
             for suite_id in suites]

@@ -36,7 +36,7 @@ from .lake import FileFilter, Lake, LakeFile, manifest
 from .lake.projection_tables import PROJECTED
 from .state import partitions
 
-__all__ = ["GRACE", "MARK", "Inputs", "Pass", "Staged", "batches", "begin", "commit", "inputs", "stage_suite", "vendor_pairs"]
+__all__ = ["GRACE", "MARK", "Inputs", "Pass", "Staged", "batches", "begin", "check", "commit", "inputs", "stage_suite", "vendor_pairs"]
 
 MARK = "fleet"
 """The name of the projections' row in ``projection_marks``."""
@@ -221,10 +221,18 @@ class Staged:
     written: dict[str, int]
 
 
+def check(lake: Lake, rows: Mapping[str, pl.DataFrame]) -> None:
+    """Validate a batch's projected rows (table -> frame with team_id and date) once, before
+    :func:`stage_suite` splits them into files (which then only conforms them)."""
+    for name, frame in rows.items():
+        lake.validate(name, frame.select(PROJECTED[name].arrow_schema.names))
+
+
 def stage_suite(lake: Lake, plan: Pass, suite_id: str, rows: Mapping[str, pl.DataFrame]) -> Staged:
-    """Stage the projected files of one suite's recomputed runs (``rows``: table -> frame with team_id and date),
-    copy on write: the suite's files holding any of those runs are read, their other runs' rows kept. Every
-    file holds one suite's runs (compaction leaves projected tables alone), so suites stage independently."""
+    """Stage the projected files of one suite's recomputed runs (``rows``: table -> frame with team_id and date,
+    checked by :func:`check`), copy on write: the suite's files holding any of those runs are read, their other
+    runs' rows kept (as written, so checked then). Every file holds one suite's runs (compaction leaves
+    projected tables alone), so suites stage independently."""
     recomputed = plan.suites[suite_id]
     where = FileFilter(runs=recomputed)
     retired: list[str] = []
@@ -244,7 +252,7 @@ def stage_suite(lake: Lake, plan: Pass, suite_id: str, rows: Mapping[str, pl.Dat
         written[name] = fresh.height if fresh is not None else 0
         if parts:
             merged = pl.concat(parts, how="vertical_relaxed")
-            staged += [lake.stage(name, part.drop("team_id", "date"), team_id=team, date=date)
+            staged += [lake.stage(name, part.drop("team_id", "date"), team_id=team, date=date, validated=True)
                        for (team, date), part in partitions(merged).items()]
     return Staged(retired, staged, written)
 

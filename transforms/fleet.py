@@ -55,8 +55,13 @@ def project_verdicts(
     """
     run_parts, case_parts = [], []
     lazy = atoms.lazy()
-    for (criteria_id,), chosen in versions.group_by("criteria_id", maintain_order=True):
-        spec = specs[str(criteria_id)]
+    # Teams often share a criteria's wording (a template, a common gate): each distinct spec is applied once,
+    # to every run any of its versions is asked of.
+    same = {cid: spec.model_dump_json() for cid, spec in specs.items()}
+    by_spec = versions.with_columns(_spec=pl.col("criteria_id").replace_strict(same, return_dtype=pl.String))
+    for (text,), chosen in by_spec.group_by("_spec", maintain_order=True):
+        chosen = chosen.drop("_spec")
+        spec = CriteriaSpec.model_validate_json(str(text))
         run_ids = chosen["run_id"].unique()
         mine = lazy.filter(pl.col("run_id").is_in(run_ids.implode()))
         judged = run_verdicts(mine, spec).collect()

@@ -93,17 +93,19 @@ class Lake:
             raise EvidenceError(f"no lake table {name!r}; known: {', '.join(sorted(self.tables))}") from None
 
     # -- writing ----------------------------------------------------------------------------------
-    def stage(self, table: str, data: pl.DataFrame | pa.Table, *, team_id: str, date: str) -> LakeFile:
+    def stage(self, table: str, data: pl.DataFrame | pa.Table, *, team_id: str, date: str,
+              validated: bool = False) -> LakeFile:
         """Validate ``data`` and write it as one new file of ``table``, not yet visible to any reader.
 
         The partition values are checked before anything else, and a validation failure raises
-        :class:`EvidenceError` having written nothing.
+        :class:`EvidenceError` having written nothing. ``validated``: the caller has run :meth:`validate` on
+        rows that include these (one check of a frame it splits into many files); they are conformed only.
         """
         t = self.table(table)
         identifier(team_id, "team_id")
         _check_date(date)
         self.check_layout(creating=True)
-        arrow = validate(t, conform(t, data))
+        arrow = conform(t, data) if validated else validate(t, conform(t, data))
         if t.sort_by:
             arrow = arrow.sort_by([(c, "ascending") for c in t.sort_by])
         arrow = arrow.replace_schema_metadata({TABLE_KEY: t.name.encode(), VERSION_KEY: str(t.version).encode()})
@@ -111,6 +113,12 @@ class Lake:
         size = self._put(arrow, self.path(relative))
         runs = tuple(sorted(set(arrow.column("run_id").to_pylist()))) if "run_id" in arrow.column_names else ()
         return LakeFile(t.name, relative, team_id, date, arrow.num_rows, size, t.version, runs)
+
+    def validate(self, table: str, data: pl.DataFrame | pa.Table) -> None:
+        """Check ``data`` against ``table``'s schema and checks (:class:`EvidenceError` when it does not hold),
+        writing nothing: for a caller that then stages it in several files with ``validated=True``."""
+        t = self.table(table)
+        validate(t, conform(t, data))
 
     def _put(self, arrow: pa.Table, final: str) -> int:
         """Write ``arrow`` to ``final`` so that it appears whole or not at all; return its size in bytes."""
