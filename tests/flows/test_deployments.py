@@ -272,7 +272,8 @@ def test_the_schedules_produce_scheduled_flow_runs(installation: Installation) -
                     "sort": "EXPECTED_START_TIME_ASC", "limit": 200}
             found = {}
             for run in c.post("/flow_runs/filter", json=body).raise_for_status().json():
-                found.setdefault(run["deployment_id"], []).append(datetime.fromisoformat(run["expected_start_time"]))
+                if run["auto_scheduled"]:  # the schedule's own, not a triggered run (or its retry) still waiting
+                    found.setdefault(run["deployment_id"], []).append(datetime.fromisoformat(run["expected_start_time"]))
             if set(found) == set(ids) and all(len(v) >= 2 for v in found.values()):
                 break
             time.sleep(1)
@@ -281,7 +282,10 @@ def test_the_schedules_produce_scheduled_flow_runs(installation: Installation) -
     for deployment_id, times in found.items():
         name, gap = ids[deployment_id]
         assert len(times) >= 2, name
-        assert (times[1] - times[0]).total_seconds() == pytest.approx(gap, abs=1), name
+        # consecutive runs of the schedule are its interval apart (a re-registration may leave one run of the
+        # earlier anchor next to the new ones: some pair, not necessarily the first, shows the interval)
+        gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
+        assert any(g == pytest.approx(gap, abs=1) for g in gaps), (name, gaps)
         assert times[0] > now - timedelta(seconds=gap + 5), name
 
 

@@ -188,7 +188,7 @@ def test_projections_with_nothing_loaded_do_nothing(prefect_harness, assay_home)
         ws.close()
 
 
-FLEET = "### Fleet tables"
+FLEET = "## Fleet tables"
 
 
 def test_the_readme_fleet_block_runs_as_written_through_the_cli(tmp_path) -> None:
