@@ -7,6 +7,9 @@ case runs.
 It is written once and kept under ``bench/.work/fleet-50m`` (delete it to rebuild); each benchmark
 works on a copy-free sequence over it:
 
+The passes are ``assay`` processes with the workspace's Prefect server up (``assay server start``, as a
+deployment's worker or an analyst's workspace has it), so none pays for a temporary server.
+
 - ``fleet.build``: ``assay project --full`` as a CLI process, every projection from scratch; wall time
   and peak RSS (target: peak < 8 GB). Baseline, for scale: DuckDB in a process of its own computing the
   largest of them (per run, assertion version and evaluator over each case run's latest outcome) from
@@ -22,7 +25,9 @@ works on a copy-free sequence over it:
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -102,9 +107,19 @@ def _lake() -> dict[str, Any]:
     return json.loads(built.read_text())
 
 
+def _env() -> dict[str, str]:
+    return {"ASSAY_HOME": str(HOME), "PREFECT_HOME": str(HOME / "prefect")}
+
+
+def _server(action: str) -> None:
+    """``assay server start|stop``: the workspace's Prefect server, up while the passes are timed (as for a
+    deployment's worker or an analyst's workspace), so no pass pays for a temporary server."""
+    subprocess.run([sys.executable, "-m", "assay.flows.cli", "server", action], env={**os.environ, **_env()},
+                   check=True, capture_output=True)
+
+
 def _project(*flags: str) -> tuple[float, int, dict[str, Any]]:
-    env = {"ASSAY_HOME": str(HOME), "PREFECT_HOME": str(HOME / "prefect")}
-    wall, rss, out = _child([sys.executable, "-m", "assay.flows.cli", "project", *flags, "--json"], env)
+    wall, rss, out = _child([sys.executable, "-m", "assay.flows.cli", "project", *flags, "--json"], _env())
     return wall, rss, json.loads(out)
 
 
@@ -199,7 +214,11 @@ def _median(fn: Any, repeats: int = 5) -> float:
 
 def run() -> list[Result]:
     built = _lake()
-    results = build_and_increment(built)
+    _server("start")
+    try:
+        results = build_and_increment(built)
+    finally:
+        _server("stop")
     return results + queries()
 
 

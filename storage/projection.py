@@ -89,12 +89,14 @@ def begin(engine: sa.Engine, *, full: bool = False) -> Pass:
     with engine.connect() as conn:
         mark = conn.execute(sa.select(t.projection_marks).where(t.projection_marks.c.name == MARK)).first()
         top = conn.execute(sa.select(sa.func.coalesce(sa.func.max(f.c.file_id), 0))).scalar_one()
-        finalised = conn.execute(sa.select(r.c.suite_id, r.c.run_id, r.c.finalised_at)
-                                 .where(r.c.finalised_at.is_not(None)).order_by(r.c.suite_id, r.c.run_id)).all()
+        finalised = conn.execute(sa.select(r.c.suite_id, r.c.run_id).where(r.c.finalised_at.is_not(None))
+                                 .order_by(r.c.suite_id, r.c.run_id)).all()
+        window = now - GRACE if mark is None or full else min(now - GRACE, mark.through_at - GRACE)
+        lately = conn.execute(sa.select(r.c.run_id, r.c.finalised_at).where(r.c.finalised_at >= window)).all()
         recent = {
             "files": [str(i) for i in conn.execute(sa.select(f.c.file_id).where(
                 f.c.added_at >= now - GRACE, f.c.file_id <= top)).scalars()],
-            "runs": [row.run_id for row in finalised if row.finalised_at >= now - GRACE],
+            "runs": [row.run_id for row in lately if row.finalised_at >= now - GRACE],
             "criteria": list(conn.execute(sa.select(c.c.criteria_id).where(c.c.created_at >= now - GRACE)).scalars()),
         }
         stale: set[str] | None = None
@@ -108,7 +110,7 @@ def begin(engine: sa.Engine, *, full: bool = False) -> Pass:
             ).all()
             stale = {row.run_id for row in candidates
                      if row.file_id > mark.through_file_id or str(row.file_id) not in seen["files"]}
-            stale |= {row.run_id for row in finalised if row.finalised_at >= since and row.run_id not in seen["runs"]}
+            stale |= {row.run_id for row in lately if row.finalised_at >= since and row.run_id not in seen["runs"]}
             stale_suites = {row.suite_id for row in conn.execute(
                 sa.select(c.c.criteria_id, c.c.suite_id).where(c.c.created_at >= since))
                 if row.criteria_id not in seen["criteria"]}
