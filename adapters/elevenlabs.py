@@ -37,6 +37,7 @@ from assay.core.errors import ConfigError, MalformedResponseError
 from assay.core.evidence import Evaluation, ToolCall, Turn, Verdict
 from assay.core.redact import redact
 from assay.core.settings import Settings
+from assay.core.tool_mocks import ToolMocks, argument_free, static_answer
 
 from .caller import END_TOKEN, caller_prompt
 from .http import VendorApi
@@ -105,15 +106,21 @@ def criteria(situation: Mapping[str, Any], scoring_mode: str = "binary") -> list
 
 
 def simulation_body(situation: Mapping[str, Any], config: CompiledConfig, *, llm: str = DEFAULT_LLM,
-                    turns_limit: int = 30, scoring_mode: str = "binary") -> dict[str, Any]:
-    """The ``simulate-conversation`` body for one case's situation against the agent made from ``config``."""
+                    turns_limit: int = 30, scoring_mode: str = "binary", mocks: ToolMocks | None = None) -> dict[str, Any]:
+    """The ``simulate-conversation`` body for one case's situation against the agent made from ``config``.
+
+    With the suite's ``mocks`` (each tool's first rule ``when: {}``, checked by the runner), every tool returns
+    that rule's answer from the case's world, and a tool without rules returns an error saying so; a fact
+    the world lacks raises :class:`~assay.core.errors.ToolMockError`."""
     user: dict[str, Any] = {"prompt": {"prompt": user_prompt(situation), "llm": llm, "temperature": 0.0}, "language": "en"}
     turns = situation.get("turns") or []
     if turns:
         user["first_message"] = str(turns[0])
     spec: dict[str, Any] = {"simulated_user_config": user}
     world = situation.get("world") or {}
-    if world and config.tools:
+    if mocks is not None and config.tools:
+        spec["tool_mock_config"] = _mocked_tools(mocks, world, [t.name for t in config.tools])
+    elif world and config.tools:
         spec["tool_mock_config"] = {
             t.name: {"default_return_value": json.dumps(world.get(t.name, world), sort_keys=True), "default_is_error": False}
             for t in config.tools
@@ -123,6 +130,18 @@ def simulation_body(situation: Mapping[str, Any], config: CompiledConfig, *, llm
     if goals:
         body["extra_evaluation_criteria"] = goals
     return body
+
+
+def _mocked_tools(mocks: ToolMocks, world: Mapping[str, Any], tools: list[str]) -> dict[str, Any]:
+    static = argument_free(mocks)
+    out = {}
+    for name in tools:
+        if name in static:
+            out[name] = {"default_return_value": json.dumps(static_answer(static[name], world, name), sort_keys=True),
+                         "default_is_error": False}
+        else:
+            out[name] = {"default_return_value": f"no tool mock covers tool {name!r}", "default_is_error": True}
+    return out
 
 
 # ------------------------------------------------------------------------------------ inbound

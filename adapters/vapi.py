@@ -51,14 +51,16 @@ def resolve(text: str, variables: dict[Any, Any]) -> str:
     return PLACEHOLDER.sub(fill, text)
 
 
-def assistant_body(config: CompiledConfig, name: str, model: dict[str, str] | None = None) -> dict[str, Any]:
-    """The ``POST /assistant`` body for a compiled config, under VAPI name ``vendor_name(name)``."""
+def assistant_body(config: CompiledConfig, name: str, model: dict[str, str] | None = None,
+                   tool_server: str | None = None) -> dict[str, Any]:
+    """The ``POST /assistant`` body for a compiled config, under VAPI name ``vendor_name(name)``. With
+    ``tool_server`` (the suite's tool mocks), every tool's ``server.url`` is it: VAPI posts calls there."""
     tools = []
     for tool in config.tools:
         extra = tool.model_extra or {}
         function: dict[str, Any] = {"name": tool.name, "description": tool.description,
                                     "parameters": extra.get("parameters") or {"type": "object", "properties": {}}}
-        tools.append({"type": "function", "function": function})
+        tools.append({"type": "function", "function": function, **({"server": {"url": tool_server}} if tool_server else {})})
     model_body: dict[str, Any] = {**(model or DEFAULT_MODEL),
                                   "messages": [{"role": "system", "content": resolve(config.prompt, config.variables)}]}
     if tools:

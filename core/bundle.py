@@ -39,6 +39,7 @@ from .bundle_rules import consistency_problems, location_path, pydantic_problems
 from .bundle_templates import template_problems
 from .bundle_input import InputLimits, InputProblem, hostile_values, read_capped, utf8
 from .errors import BundleError
+from .tool_mocks import bundle_problems as tool_mock_problems
 
 # --- reading -------------------------------------------------------------------------------------
 
@@ -94,6 +95,8 @@ def validate_bundle(raw: Any, file: str, base_dir: Path | None = None, limits: I
     problems += more
     problems += template_problems(raw)
     problems += resolve_targets(suites, base_dir, limits)
+    if bundle is not None and not problems:
+        problems += tool_mock_problems(bundle)
     if problems:
         raise BundleError(file, [(location_path(loc), what) for loc, what in problems])
     assert bundle is not None

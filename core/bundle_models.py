@@ -25,6 +25,7 @@ from .criteria import CriteriaSpec
 from .ids import content_hash
 from .mechanisms import MECHANISMS, validate_params
 from .names import nearest
+from .tool_mocks import Rules, ToolMocks
 
 SCHEMA = "assay.bundle/v1"
 KNOWN_SCHEMAS: tuple[str, ...] = (SCHEMA,)
@@ -166,6 +167,9 @@ class TargetDef(_Model):
     """A JSON file holding a compiled assistant config; stored inline in the catalog."""
     call_set: Text | None = None
     """A JSONL file of recorded calls, one per line; stored as its absolute path and sha256."""
+    tool_mocks: dict[Text, Rules] | None = None
+    """With a config only: per tool name, rules that answer the agent's calls from each case's world
+    (:mod:`~.tool_mocks`); the first rule whose ``when`` holds answers. Stored with the target."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "TargetDef":
@@ -175,7 +179,17 @@ class TargetDef(_Model):
                 f"a target names exactly one of 'config' (a compiled config JSON file) or 'call_set' "
                 f"(a JSONL file of recorded calls); found {found}"
             )
+        if self.tool_mocks is not None and self.config is None:
+            raise ValueError("'tool_mocks' answer the tool calls of an agent run from a compiled config; a call set's "
+                             "calls were answered when they were recorded — remove tool_mocks or target a config")
         return self
+
+    def stored_mocks(self) -> dict[str, Any]:
+        """``{"tool_mocks": {...}}`` as the catalog stores it with the target; empty when none are declared,
+        so a target without mocks keeps its hash."""
+        if self.tool_mocks is None:
+            return {}
+        return {"tool_mocks": ToolMocks(tools=self.tool_mocks).stored()}
 
     @property
     def kind(self) -> Literal["config", "call_set"]:
@@ -193,6 +207,23 @@ class ResolvedTarget:
     @property
     def hash(self) -> str:
         return content_hash(self.target)
+
+
+class RepeatPlan(_Model):
+    """How often a suite's runs replay each case, and how far escalation may go for undecided cases."""
+
+    count: int = Field(ge=1, le=1000)
+    """Replays of each case per run (each replay is a case run); ``assay run --repeat`` overrides it."""
+    budget: int | None = Field(default=None, ge=1, le=1000)
+    """The most replays escalation may give a case the evidence has not decided under a consumer's
+    ``pass_rate``, at least ``count``; absent: no escalation. ``assay run --budget`` overrides it."""
+
+    @model_validator(mode="after")
+    def _budget_covers_count(self) -> "RepeatPlan":
+        if self.budget is not None and self.budget < self.count:
+            raise ValueError(f"budget ({self.budget}) must be at least count ({self.count}): it is the most replays "
+                             "a case may reach, the first count included")
+        return self
 
 
 class SuiteDef(_Model):
@@ -213,6 +244,9 @@ class SuiteDef(_Model):
     tags: list[Identifier] = Field(default_factory=list)
     """Labels that pick the suite out for scheduled work (``nightly``: the nightly sweep re-runs it), each
     once. Editing them changes nothing under test: no re-run, re-judge or re-score."""
+    repeat: RepeatPlan | None = None
+    """Replay each case ``count`` times per run, and let escalation add replays to undecided cases up to
+    ``budget`` (``{count: 10, budget: 60}``). A call-set suite cannot repeat: a recorded call happened once."""
 
     _resolved: ResolvedTarget | None = PrivateAttr(default=None)
 
@@ -223,6 +257,13 @@ class SuiteDef(_Model):
         if twice:
             raise ValueError(f"duplicate tag(s) {', '.join(map(repr, twice))}; list each tag once")
         return tags
+
+    @model_validator(mode="after")
+    def _recordings_play_once(self) -> "SuiteDef":
+        if self.repeat is not None and self.repeat.count > 1 and self.target.call_set is not None:
+            raise ValueError("a call-set suite cannot repeat its cases: a recorded call happened once; drop 'repeat' "
+                             "or target a compiled config")
+        return self
 
     @property
     def resolved_target(self) -> ResolvedTarget:
@@ -268,7 +309,7 @@ class Bundle(_Model):
 
 def criteria_spec(spec: CriteriaSpec) -> dict[str, Any]:
     """A spec as stored: key lists sorted, so reordering a list is not a new version. A spec with no
-    ``allow_undetermined`` is stored without the field, as before allowances existed."""
+    ``allow_undetermined`` (or ``pass_rate``) is stored without the field, as before either existed."""
     stored: dict[str, Any] = {
         "required": sorted(spec.required),
         "threshold": [{"keys": sorted(g.keys), "min": g.min} for g in spec.threshold],
@@ -276,6 +317,8 @@ def criteria_spec(spec: CriteriaSpec) -> dict[str, Any]:
     }
     if spec.allow_undetermined is not None:
         stored["allow_undetermined"] = spec.allow_undetermined.model_dump()
+    if spec.pass_rate is not None:
+        stored["pass_rate"] = spec.pass_rate.model_dump()
     return stored
 
 
@@ -285,6 +328,6 @@ def _short(value: Any, limit: int = 60) -> str:
 
 __all__ = [
     "SCHEMA", "KNOWN_SCHEMAS", "VENDOR_KEYS", "VENDOR_NAMES", "VENDOR_SHAPES",
-    "AssertionDef", "Bundle", "CaseDef", "ConsumerDef", "ResolvedTarget", "Situation", "SuiteDef", "TargetDef",
+    "AssertionDef", "Bundle", "CaseDef", "ConsumerDef", "RepeatPlan", "ResolvedTarget", "Situation", "SuiteDef", "TargetDef",
     "TeamDef", "criteria_spec", 
 ]  # fmt: skip

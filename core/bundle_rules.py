@@ -218,7 +218,7 @@ def resolve_targets(
         try:
             path = target_path(base_dir, named)
             if kind == "config":
-                resolved = ResolvedTarget("config", {"config": read_config(path, limits)})
+                resolved = ResolvedTarget("config", {"config": read_config(path, limits), **suite.target.stored_mocks()})
             else:
                 sha256 = check_call_set(path, [k for _, k in suite.cases], limits)
                 resolved = ResolvedTarget("call_set", {"call_set": {"path": str(path), "sha256": sha256}})

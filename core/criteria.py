@@ -7,6 +7,9 @@ loudly -- never an empty set that passes.
 A spec may also allow a few *undetermined* counted results (``met`` null: the case run did not
 execute, a vendor error) through ``allow_undetermined``; without it, any undetermined counted result
 makes the verdict ``error`` (:mod:`assay.transforms.verdicts` holds the rule).
+
+A spec may ask for a per-case pass rate over a case's replays through ``pass_rate``
+(:mod:`assay.transforms.series` holds the decision rule).
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ from collections.abc import Iterable
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from .errors import CriteriaError
 
@@ -61,6 +73,70 @@ class UndeterminedAllowance(BaseModel):
         return str(self.count) if self.count is not None else f"{self.ratio:g} of the counted results"
 
 
+def _open_unit(name: str, value: float, about: str, low: float = 0.0, high: float = 1.0) -> float:
+    if not low < value < high:
+        raise ValueError(f"{name} must be greater than {low:g} and less than {high:g} ({about}); got {value!r}")
+    return value
+
+
+class Sequential(BaseModel):
+    """Wald's sequential test over a case's replays: H0 the case passes at ``healthy``, H1 at ``regressed``.
+
+    The first bound the walk crosses decides the case; a case that reaches neither is left to the Wilson
+    bounds (:func:`assay.transforms.series.decide`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    healthy: float = 0.95
+    """The pass rate of a healthy case (p0), 0 < regressed < healthy < 1."""
+    regressed: float = 0.80
+    """The pass rate a regression must be caught at (p1), 0 < regressed < healthy < 1."""
+    alpha: float = 0.05
+    """The chance of a false fail for a case passing at ``healthy``, 0 < alpha < 0.5."""
+    beta: float = 0.10
+    """The chance of missing a regression for a case passing at ``regressed``, 0 < beta < 0.5."""
+
+    @field_validator("healthy", "regressed")
+    @classmethod
+    def _rates(cls, value: float, info: ValidationInfo) -> float:
+        return _open_unit(info.field_name or "rate", value, "a pass rate")
+
+    @field_validator("alpha", "beta")
+    @classmethod
+    def _errors(cls, value: float, info: ValidationInfo) -> float:
+        return _open_unit(info.field_name or "error rate", value, "the chance of a wrong decision", high=0.5)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Sequential":
+        if not self.regressed < self.healthy:
+            raise ValueError(f"sequential.regressed ({self.regressed:g}) must be less than sequential.healthy "
+                             f"({self.healthy:g}): 0 < regressed < healthy < 1, e.g. {{healthy: 0.95, regressed: 0.8}}")
+        return self
+
+
+class PassRate(BaseModel):
+    """The per-case pass rate a case must show over its replays (``assay run`` repeats each case)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min: float
+    """The per-case pass rate a case must show, 0 < min < 1."""
+    confidence: float = 0.95
+    """The one-sided confidence of the Wilson bounds, 0.5 < confidence < 1."""
+    sequential: Sequential | None = Sequential()
+    """Wald's sequential test, which decides a case in as few replays as it can; ``null`` turns it off."""
+
+    @field_validator("min")
+    @classmethod
+    def _min(cls, value: float) -> float:
+        return _open_unit("min", value, "the per-case pass rate, e.g. 0.9")
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, value: float) -> float:
+        return _open_unit("confidence", value, "one-sided, e.g. 0.95", low=0.5)
+
+
 class CriteriaSpec(BaseModel):
     """One consumer's opinion of one suite: what must hold for a pass."""
 
@@ -75,6 +151,9 @@ class CriteriaSpec(BaseModel):
     allow_undetermined: UndeterminedAllowance | None = None
     """Undetermined counted results (``met`` null) a verdict may exclude, e.g. ``{count: 3}`` or
     ``{ratio: 0.15}``; absent, none: any undetermined counted result makes the verdict ``error``."""
+    pass_rate: PassRate | None = None
+    """The per-case pass rate a case's replays must show, e.g. ``{min: 0.9}``; absent, each case run
+    is judged on its own."""
 
     @model_validator(mode="after")
     def _not_required_and_ignored(self) -> "CriteriaSpec":
@@ -86,8 +165,9 @@ class CriteriaSpec(BaseModel):
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out = handler(self)  # no allowance: the dump (and every hash of it) is what it was before allowances
-        if self.allow_undetermined is None:
-            out.pop("allow_undetermined", None)
+        for optional in ("allow_undetermined", "pass_rate"):
+            if getattr(self, optional) is None:
+                out.pop(optional, None)
         return out
 
     def named_keys(self) -> set[str]:

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, TypeAdapter, create_model
 
+from .document_calls import CallsImportDoc, CallsReviewDoc
 from .document_catalog import LS_BODIES, InitDoc, LoadDoc, PlanDoc
 from .document_drill import DiffDoc, ShowDoc
 from .document_legacy import LegacyDoc
@@ -48,6 +49,7 @@ BODIES: dict[str, tuple[type[BaseModel], ...]] = {
     "assay.server.status": (ServerStatusDoc,), "assay.deploy": (DeployDoc,),
     "assay.template": (TemplateApplyDoc,), "assay.template.ls": (TemplateLsDoc,), "assay.legacy": (LegacyDoc,),
     "assay.project": (ProjectDoc,), "assay.whatif": (WhatifDoc,), "assay.report": (ReportDoc,),
+    "assay.calls.import": (CallsImportDoc,), "assay.calls.review": (CallsReviewDoc,),
 }
 """Schema id -> its body model (several, told apart by their ``kind`` field, when the body varies)."""
 

@@ -63,6 +63,10 @@ class RunRow(Body):
     """The lake partition date of its evidence (YYYY-MM-DD)."""
     provider_ref: str | None
     """An asynchronous runner's reference at its vendor; null for the others."""
+    repeat: int
+    """Replays of each case the run started with (each replay is a case run)."""
+    budget: int | None
+    """The most replays escalation may give a case the evidence has not decided; null: no escalation."""
 
 
 class Lease(Body):
@@ -221,6 +225,33 @@ class CaseVerdict(Body):
     """The results that decided a fail or an error; empty for a pass."""
 
 
+class CaseSeries(Body):
+    """A repeated case's decision over its replays, under a criteria with a per-case ``pass_rate``."""
+
+    case_key: str
+    """The case."""
+    verdict: Literal["pass", "fail", "flaky", "error"]
+    """pass or fail only when the evidence decides; flaky when it cannot (excluded from the counts); error
+    when no replay executed and was judged."""
+    passes: int
+    """Replays that passed."""
+    runs: int
+    """Replays with a pass or fail verdict (the series; errored replays are left out)."""
+    errors: int
+    """Replays whose verdict is error (not part of the series)."""
+    lower: float | None
+    """The one-sided Wilson lower bound of the pass rate at the criteria's confidence."""
+    upper: float | None
+    """The one-sided Wilson upper bound."""
+    how: str
+    """What decided: ``sequential`` (the sequential test crossed a bound), ``wilson`` (a bound cleared the
+    criteria's ``min``), ``undecided`` (neither: flaky) or ``no-replays``."""
+    at: int | None
+    """For ``sequential``: the replay at which the test crossed its bound."""
+    reason: str
+    """The decision in words: passes of replays, the rate and its bounds, what decided."""
+
+
 class VerdictRow(Body):
     """A run's verdict for one consumer."""
 
@@ -249,6 +280,8 @@ class VerdictRow(Body):
     """Of them, those with a counted result that was not left out: the verdict's coverage."""
     cases: list[CaseVerdict] | None = None
     """Per case run (``--cases``)."""
+    series: list[CaseSeries] | None = None
+    """Per case, its decision over its replays: only under a criteria with a per-case ``pass_rate``."""
 
 
 class RunDoc(Body):

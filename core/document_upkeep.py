@@ -267,6 +267,10 @@ class DemoDoc(Body):
     """The suite re-run."""
     vendors: Vendors
     """One situation on every vendor."""
+    repeated: RunDetails
+    """The suite whose runs replay each case (on VAPI's chat), escalating the undecided ones."""
+    repeated_verdicts: list[VerdictRow]
+    """Its verdicts, each case decided over its replays (one of them flaky)."""
 
 
 class BenchResult(Body):

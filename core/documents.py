@@ -14,7 +14,7 @@ _COMMANDS = (
     "run", "runs", "load", "init", "demo", "reap", "bench", "judge", "rejudge", "rescore", "verdicts", "plan",
     "lake.migrate", "lake.vacuum", "lake.compact", "collect", "judge-agreement",
     "ls", "show", "diff", "server.start", "server.stop", "server.status",
-    "deploy", "template", "template.ls", "legacy", "project", "whatif", "report",
+    "deploy", "template", "template.ls", "legacy", "project", "whatif", "report", "calls.import", "calls.review",
 )
 
 _REVISIONS = {"run": 2, "bench": 2, "verdicts": 2, "judge": 2, "rescore": 2, "ls": 2, "plan": 3}

@@ -66,6 +66,16 @@ class LegacyExportError(AssayError, ValueError):
         super().__init__("\n".join([f"{where}: nothing imported; fix the export and import again", *shown]))
 
 
+class CallExportError(AssayError, ValueError):
+    """A vendor's call export (``assay calls import``), or a drafts file of one, cannot be used: names the
+    file, each record and field, what is allowed and the fix. Nothing was written."""
+
+    def __init__(self, file: str, problems: list[str]):
+        self.file, self.problems = file, problems
+        shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
+        super().__init__("\n".join([f"{file}: nothing written", *shown]))
+
+
 class HistoryError(AssayError, ValueError):
     """An act that needs our own evidence (judging) was asked of imported legacy history."""
 
@@ -216,6 +226,15 @@ class PermanentVendorError(VendorError):
 
 class MalformedResponseError(PermanentVendorError):
     """The vendor answered 2xx with a body that is not the documented shape."""
+
+
+class ToolMockError(RunnerError, LookupError):
+    """A tool call a suite's ``tool_mocks`` cannot answer: no rule covers it, or a rule names a fact the
+    case's world lacks. ``tool`` and ``arguments`` are the call's. Makes the case run an ERROR, never a FAIL."""
+
+    def __init__(self, tool: str, arguments: dict[str, Any], message: str):
+        self.tool, self.arguments = tool, arguments
+        super().__init__(message)
 
 
 class ConcurrentWriteError(AssayError, RuntimeError):

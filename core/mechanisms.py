@@ -1,7 +1,7 @@
 """Mechanism names and their validated parameters.
 
 A mechanism is *how* an assertion is checked. Its name says which evidence it reads: ``structural.*``
-reads the compiled artefact, ``transcript.*`` the turns, ``tool.*`` the tool calls, ``vendor.*`` the
+reads the compiled artefact, ``transcript.*`` the turns, ``timing.*`` the turns' timings, ``tool.*`` the tool calls, ``vendor.*`` the
 runner's own evaluations, and ``rubric`` is judged by our judge from the transcript. A runner declares
 the mechanisms its evidence supports; an assertion whose mechanism the run's runner does not support
 fails with a reason (it is never skipped).
@@ -131,7 +131,8 @@ class ResponseLatency(Params):
     """The agent answered the caller quickly: for each agent turn right after a caller turn, the time
     from the caller's turn ending (its ``end_t``) to the agent's starting (its ``t``). Met when the
     slowest is at most ``max_ms`` and the 95th percentile (linear interpolation) at most ``p95_ms``;
-    value = the 95th percentile in milliseconds. Without the turn timings it is undetermined, never met."""
+    value = the 95th percentile in milliseconds. Without the turn timings it is undetermined, never met.
+    ``timing.response_latency`` (:class:`TimingLatency`) is the same measure with a median bar too."""
 
     max_ms: float | None = Field(default=None, gt=0)
     """The slowest reply may take at most this many milliseconds."""
@@ -143,6 +144,79 @@ class ResponseLatency(Params):
         if self.max_ms is None and self.p95_ms is None:
             raise ValueError("give max_ms, p95_ms or both (milliseconds from the caller's turn ending to the "
                              "agent's reply starting), e.g. {\"p95_ms\": 1500}")
+        return self
+
+
+class TimingLatency(Params):
+    """``timing.response_latency``: for each agent turn right after a caller turn, the time from the caller's
+    turn ending (its ``end_t``) to the agent's starting (its ``t``). Met when the slowest is at most
+    ``max_ms``, the 95th percentile at most ``p95_ms`` and the median at most ``p50_ms`` (percentiles by
+    linear interpolation); value = the 95th percentile in ms. Without the turn timings it is undetermined."""
+
+    p50_ms: float | None = Field(default=None, gt=0)
+    """The median reply may take at most this many milliseconds."""
+    p95_ms: float | None = Field(default=None, gt=0)
+    """The 95th percentile of the replies may be at most this many milliseconds (800 is a phone-line bar)."""
+    max_ms: float | None = Field(default=None, gt=0)
+    """The slowest reply may take at most this many milliseconds."""
+
+    @model_validator(mode="after")
+    def _a_bound(self) -> "TimingLatency":
+        if self.p50_ms is None and self.p95_ms is None and self.max_ms is None:
+            raise ValueError("give at least one of p50_ms, p95_ms, max_ms (milliseconds from the caller's turn "
+                             "ending to the agent's reply starting), e.g. {\"p95_ms\": 800}")
+        return self
+
+
+class Interruptions(Params):
+    """``timing.interruptions``: overlaps between a turn and the turn right before it, said by the other
+    party. A **barge-in** is a caller turn starting before the agent turn before it ended; a **talk-over**
+    is an agent turn starting before the caller turn before it ended. An overlap counts when the turn starts
+    more than ``tolerance_ms`` before the previous one's ``end_t``. Met when both counts are within their
+    caps; value = barge-ins + talk-overs."""
+
+    max_barge_ins: int | None = Field(default=None, ge=0)
+    """The caller may barge in at most this many times."""
+    max_talk_overs: int | None = Field(default=None, ge=0)
+    """The agent may talk over the caller at most this many times."""
+    tolerance_ms: float = Field(default=0, ge=0)
+    """Overlaps of at most this many milliseconds do not count (timestamp jitter)."""
+
+    @model_validator(mode="after")
+    def _a_cap(self) -> "Interruptions":
+        if self.max_barge_ins is None and self.max_talk_overs is None:
+            raise ValueError("give max_barge_ins, max_talk_overs or both (how many overlaps are allowed), "
+                             "e.g. {\"max_talk_overs\": 0}")
+        return self
+
+
+class Silence(Params):
+    """``timing.silence``: gaps between consecutive turns (a turn's ``end_t`` to the next turn's ``t``)
+    longer than ``threshold_ms``. Met when there are at most ``max_count``; value = the longest gap in ms
+    (null with fewer than two turns: nothing to measure, and met)."""
+
+    threshold_ms: float = Field(gt=0)
+    """A gap longer than this many milliseconds is a silence."""
+    max_count: int = Field(default=0, ge=0)
+    """How many silences are allowed."""
+
+
+class TalkRatio(Params):
+    """``timing.talk_ratio``: the agent's share of the speaking time, the sum of its turns' durations
+    (``end_t - t``) over the sum of every turn's. Met within [``min``, ``max``]; value = the share."""
+
+    min: float | None = Field(default=None, ge=0, le=1)
+    """The agent's share must be at least this (0 to 1)."""
+    max: float | None = Field(default=None, ge=0, le=1)
+    """The agent's share must be at most this (0 to 1)."""
+
+    @model_validator(mode="after")
+    def _a_range(self) -> "TalkRatio":
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both (the agent's share of the speaking time, 0 to 1), "
+                             "e.g. {\"max\": 0.6}")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max}): give min <= max")
         return self
 
 
@@ -233,6 +307,10 @@ MECHANISMS: dict[str, type[Params]] = {
     "transcript.max_latency": MaxLatency,
     "transcript.response_latency": ResponseLatency,
     "transcript.max_cost": MaxCost,
+    "timing.response_latency": TimingLatency,
+    "timing.interruptions": Interruptions,
+    "timing.silence": Silence,
+    "timing.talk_ratio": TalkRatio,
     "tool.called": ToolCalled,
     "tool.not_called": ToolCalled,
     "vendor.evaluation": VendorEvaluation,
@@ -243,6 +321,7 @@ MECHANISMS: dict[str, type[Params]] = {
 FAMILY_EVIDENCE: dict[str, str] = {
     "structural": "artefact",
     "transcript": "transcript",
+    "timing": "transcript",
     "tool": "tool_calls",
     "vendor": "evaluations",
     "rubric": "transcript",
@@ -268,7 +347,8 @@ def validate_params(mechanism: str, params: dict[str, Any]) -> Params:
 
 
 __all__ = [
-    "FAMILY_EVIDENCE", "MECHANISMS", "REGEX_SYNTAX", "ClausePresent", "MaxCost", "MaxLatency", "MaxTurns", "Params",
-    "RegexMatch", "ResponseLatency", "Rubric", "TextMatch", "ToolAttached", "ToolCalled", "ValidationError", "VariablesResolve",
+    "FAMILY_EVIDENCE", "MECHANISMS", "REGEX_SYNTAX", "ClausePresent", "Interruptions", "MaxCost", "MaxLatency", "MaxTurns",
+    "Params", "RegexMatch", "ResponseLatency", "Rubric", "Silence", "TalkRatio", "TextMatch", "TimingLatency",
+    "ToolAttached", "ToolCalled", "ValidationError", "VariablesResolve",
     "VendorEvaluation", "family", "mechanisms_of", "regex_problem", "validate_params",
 ]

@@ -18,7 +18,8 @@ from __future__ import annotations
 import logging
 from abc import ABC
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -43,6 +44,9 @@ class CaseSpec:
     content: dict[str, Any]
     """The case as snapshotted for this run: ``{"case_key", "title", "content": {"title", "situation"},
     "source_recipe_id"}``."""
+    source_ref: str = ""
+    """Which replay of the case this is (``replay-0003``) when the run repeats its cases; empty when each
+    case runs once. A runner reports its case run under this ``source_ref``."""
 
     @property
     def situation(self) -> dict[str, Any]:
@@ -197,6 +201,10 @@ class Runner(ABC):
     synchronous: ClassVar[bool] = True
     target_kinds: ClassVar[frozenset[str]]
     """Run targets this runner can execute (``config``, ``call_set``)."""
+    repeats: ClassVar[bool] = True
+    """Whether the runner can replay a case several times in one run (``assay run --repeat``): each replay is a
+    case run reported under the case's ``source_ref``. A recording cannot be replayed afresh, nor can a vendor
+    run whose results are keyed by case alone."""
     known_gaps: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Conformance-kit tests this runner is known to fail: test name -> why. The kit runs each as a
     strict expected failure with that reason, so fixing the gap shows up as a failure to update this."""
@@ -262,9 +270,14 @@ def drive(
     owner: str,
     ttl_seconds: float,
     on_report: Callable[[Receipt], None] | None = None,
+    more: Callable[[], RunJob | None] | None = None,
 ) -> DriveResult:
     """Claim the run, execute it, report every batch, tear down its scratch objects, release.
     The one life cycle every sync runner follows.
+
+    ``more`` (escalation) is asked, under the same lease, after each execution: it returns a further job of
+    the same run (more replays of the cases the evidence has not decided yet) or None when there is nothing
+    more to run. Every round's reports land in the one run before it is released.
 
     A runner failure that is ours to name (an :class:`AssayError`) releases the run with that error; any
     other exception releases it with the error too and is re-raised, so nothing hangs on a lease. A
@@ -283,15 +296,23 @@ def drive(
 
     context = RunContext(heartbeat, run_id=job.run_id, runner=runner.name, scratch=scratch)
     try:
-        for report in runner.execute(job, context):
+        todo: RunJob | None = job
+        for round_no in itertools.count():
+            if todo is None:
+                break
+            for report in runner.execute(todo, context):
+                heartbeat()
+                if round_no:  # a runner names its reports by run and batch: each round's are new reports
+                    report = replace(report, request_id=f"{report.request_id}:round-{round_no}")
+                receipt = ledger.report(lease, report)
+                result.reports += 1
+                result.case_runs += receipt.case_runs
+                result.evaluations += receipt.evaluations
+                result.duplicates += receipt.status == "duplicate"
+                if on_report:
+                    on_report(receipt)
             heartbeat()
-            receipt = ledger.report(lease, report)
-            result.reports += 1
-            result.case_runs += receipt.case_runs
-            result.evaluations += receipt.evaluations
-            result.duplicates += receipt.status == "duplicate"
-            if on_report:
-                on_report(receipt)
+            todo = more() if more is not None else None
     except AssayError as exc:
         result.error = str(exc)
         log.error("run %s: runner %s failed: %s", job.run_id, runner.name, exc)

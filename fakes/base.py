@@ -45,6 +45,8 @@ class Faults:
     """Hamming: assertion id -> the new name results report it under."""
     scripts: dict[str, Any] = field(default_factory=dict)
     """Vendor-specific scripted behaviour (see each fake)."""
+    hits: dict[int, int] = field(default_factory=dict)
+    """How often each rated reply rule has matched so far (:func:`assay.fakes.brain.reply`); reset with the faults."""
 
 
 @dataclass

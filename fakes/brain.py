@@ -7,7 +7,10 @@ random and nothing is clever, so a test can say exactly what the agent will do:
    ``{"match": regex, "reply": text, "tool"?: name, "arguments"?: {...}, "result"?: any, "is_error"?: bool}``.
    The first rule whose ``match`` is found in the caller's line (``re.search``, ignoring case) decides:
    the agent says ``reply`` and, when ``tool`` is set, calls that tool with ``arguments`` and gets
-   ``result`` back (default ``{"ok": true}``).
+   ``result`` back (default ``{"ok": true}``). A rule with ``"rate": r`` (0 < r <= 1) decides only on a share
+   r of the lines it matches, spread evenly and deterministically: the n-th match decides when
+   ``floor(n * r)`` steps up (``0.1``: the 10th, 20th, ... match), so a test can make an agent flaky at an
+   exact rate. The fake keeps the counts (``hits``), per rule, across conversations.
 2. **Otherwise the default.** The agent's first reply is the assistant's first message (else "Hello, how
    can I help?"); later replies are :data:`LATER_REPLY`. On its first reply only, the agent calls the first
    attached tool whose name the prompt mentions (an agent told "check the area with check_service_area"
@@ -17,6 +20,7 @@ random and nothing is clever, so a test can say exactly what the agent will do:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +33,7 @@ LATER_REPLY = "I understand. Is there anything else I can help with?"
 DEFAULT_RESULT: dict[str, Any] = {"ok": True}
 """What a tool returns unless a rule says otherwise."""
 
-_RULE_KEYS = {"match", "reply", "tool", "arguments", "result", "is_error"}
+_RULE_KEYS = {"match", "reply", "tool", "arguments", "result", "is_error", "rate"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,9 @@ def check_rules(rules: Any) -> list[dict[str, Any]]:
         unknown = sorted(set(rule) - _RULE_KEYS)
         if unknown:
             raise ValueError(f"reply rule {k} has unknown keys {unknown}; allowed: {sorted(_RULE_KEYS)}")
+        rate = rule.get("rate", 1)
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1:
+            raise ValueError(f"reply rule {k}: 'rate' must be a number in (0, 1], got {rate!r}")
         try:
             re.compile(rule["match"])
         except re.error as exc:
@@ -70,14 +77,21 @@ def check_rules(rules: Any) -> list[dict[str, Any]]:
 
 
 def reply(caller_text: str, *, rules: Sequence[Mapping[str, Any]] = (), prompt: str = "",
-          first_message: str | None = None, tools: Sequence[Mapping[str, Any]] = (), first: bool = True) -> Reply:
+          first_message: str | None = None, tools: Sequence[Mapping[str, Any]] = (), first: bool = True,
+          hits: dict[int, int] | None = None) -> Reply:
     """What the agent says to ``caller_text`` (see the module docstring for the rules).
 
     ``tools`` are ``{"name", "description"?, "parameters"?}`` (JSON-schema parameters); ``first`` says
-    whether this is the agent's first reply in the conversation.
+    whether this is the agent's first reply in the conversation; ``hits`` counts each rated rule's matches
+    (the caller keeps it between calls, under its own lock).
     """
-    for rule in check_rules(list(rules)):
+    hits = {} if hits is None else hits
+    for k, rule in enumerate(check_rules(list(rules))):
         if re.search(rule["match"], caller_text, re.IGNORECASE):
+            if "rate" in rule:
+                n = hits[k] = hits.get(k, 0) + 1
+                if math.floor(n * rule["rate"] + 1e-9) == math.floor((n - 1) * rule["rate"] + 1e-9):
+                    continue
             tool = None
             if rule.get("tool"):
                 result = rule["result"] if "result" in rule else DEFAULT_RESULT

@@ -300,7 +300,9 @@ class FakeElevenLabs(FakeVendor):
         for line in _user_lines(spec.simulated_user_config)[said:]:
             if not convo.add("user", line):
                 break
-            answer = reply(line, rules=rules, prompt=prompt, first_message=None, tools=tools, first=not replied)
+            with self.lock:  # the rated rules' counts are shared by every conversation
+                answer = reply(line, rules=rules, prompt=prompt, first_message=None, tools=tools, first=not replied,
+                               hits=self.faults.hits)
             replied = True
             if answer.tool is not None and not self._tool_turns(convo, answer.tool, mocks):
                 break

@@ -10,6 +10,9 @@ deterministic brain (:mod:`.brain`), steered by ``faults.scripts``:
   "verdict": "pass" | "fail"}]``; the first match decides, else ``pass``;
 - ``"eval_error"``: when set (a message), eval runs end with ``endedReason: "error"`` and that message.
 
+A tool with a ``server.url`` is answered as VAPI does: the fake POSTs a ``tool-calls`` server message there
+and the tool's result in the chat is the ``result`` (or ``error``) the server returns for the call.
+
 Eval runs are ``queued`` when created and ``ended`` on the first poll, unless ``faults.never_finish``
 (running for ever) or ``faults.finish_after`` (ended that many seconds after creation). Each chat costs
 :data:`CHAT_COST`, each eval run :data:`EVAL_RUN_COST`. The inventory keeps ``assistant``, ``chat``,
@@ -25,8 +28,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
+
 from .base import Answer, FakeRequest, FakeVendor
-from .brain import Reply, check_rules, reply
+from .brain import Reply, ToolUse, check_rules, reply
 from .openapi import vapi_document
 
 CHAT_COST = 0.002
@@ -90,10 +95,10 @@ class FakeVapi(FakeVendor):
         model = assistant.get("model") or {}
         prompt = "\n".join(m.get("content") or "" for m in model.get("messages") or [] if m.get("role") == "system")
         tools = [t.get("function") or {} for t in model.get("tools") or [] if t.get("type") == "function"]
-        with self.lock:
+        with self.lock:  # the rated rules' counts are shared by every conversation
             rules = check_rules(self.faults.scripts.get("replies"))
-        return reply(text, rules=rules, prompt=prompt, first_message=assistant.get("firstMessage"), tools=tools,
-                     first=first)
+            return reply(text, rules=rules, prompt=prompt, first_message=assistant.get("firstMessage"), tools=tools,
+                         first=first, hits=self.faults.hits)
 
     # -- assistants ------------------------------------------------------------------------------------
     def create_assistant(self, req: FakeRequest) -> Answer:
@@ -129,6 +134,7 @@ class FakeVapi(FakeVendor):
         except ValueError as exc:
             return 500, self.error_body(500, f"fake brain: {exc}")
         chat_id = self._new_id("chat")
+        said = _served(assistant, said, f"call-{chat_id}", {"id": chat_id, "assistantId": assistant["id"]})
         output = _chat_output(said, chat_id)
         context = ([*previous["messages"], *previous["output"]] if previous else [])
         now = _now()
@@ -239,6 +245,39 @@ def _judged(plan: dict[str, Any], answer: Reply, judge_rules: list[dict[str, Any
     m = _JS_REGEX.match(plan["content"])
     pattern, flags = (m["body"], re.IGNORECASE if "i" in m["flags"] else 0) if m else (plan["content"], 0)
     return re.search(pattern, answer.text, flags) is not None
+
+
+def _served(assistant: dict[str, Any], said: Reply, call_id: str, chat: dict[str, Any]) -> Reply:
+    """``said`` with its tool's result from the tool's ``server.url`` when the assistant's tool has one, as VAPI
+    does: a ``tool-calls`` server message is POSTed there and the matching ``results`` entry's ``result`` (or
+    its ``error``) becomes the tool message's content. A server that fails gives the tool an error."""
+    if said.tool is None:
+        return said
+    tools = [t for t in (assistant.get("model") or {}).get("tools") or []
+             if (t.get("function") or {}).get("name") == said.tool.name and (t.get("server") or {}).get("url")]
+    if not tools:
+        return said
+    call = {"id": call_id, "type": "function",
+            "function": {"name": said.tool.name, "arguments": json.dumps(said.tool.arguments)}}
+    message = {"type": "tool-calls", "timestamp": time.time() * 1000, "toolCallList": [call],
+               "toolWithToolCallList": [{**tools[0], "toolCall": call}], "chat": chat}
+    try:
+        answer = httpx.post(tools[0]["server"]["url"], json={"message": message}, timeout=20).json()
+        [found] = [r for r in answer.get("results") or [] if r.get("toolCallId") == call_id]
+        error, result = found.get("error"), found.get("result")
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        error, result = f"the tool's server did not answer: {exc}", None
+    used = ToolUse(said.tool.name, said.tool.arguments, str(error) if error else _json_or_text(result), bool(error))
+    return Reply(said.text, used)
+
+
+def _json_or_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
 
 
 def _chat_output(said: Reply, chat_id: str) -> list[dict[str, Any]]:

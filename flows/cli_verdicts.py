@@ -32,6 +32,12 @@ def run(
     suite: Annotated[str, typer.Argument(help="The suite: TEAM/SUITE, or SUITE when unambiguous.")],
     runner: Annotated[str | None, typer.Option(help="Runner name; default: the one for the suite's target.")] = None,
     deadline: Annotated[float | None, typer.Option(help="Minutes after which the run is not worth waiting for.")] = None,
+    repeat: Annotated[int | None, typer.Option(
+        min=1, help="Replay each case this many times (each replay is a case run); default: the suite's repeat plan, "
+                    "else 1.")] = None,
+    budget: Annotated[int | None, typer.Option(
+        min=1, help="Escalation: give cases the evidence has not decided more replays, up to this many per case "
+                    "(needs a consumer whose criteria has a pass_rate); default: the suite's plan, else none.")] = None,
     gate: GateOpt = None,
     junit: JunitOpt = None,
     as_json: JsonOpt = False,
@@ -48,7 +54,7 @@ def run(
     gates = list(dict.fromkeys(gate or []))
     if gates:  # before the run: a gate that can never be met must not cost a run
         check_suite_gates(cli._workspace(), suite, gates)
-    result = run_with_progress(cli._console(), suite, runner, deadline, quiet=as_json)
+    result = run_with_progress(cli._console(), suite, runner, deadline, quiet=as_json, repeat=repeat, budget=budget)
     ws = cli._workspace()
     rows = verdicts_for(ws, [result["run"]["run_id"]], cases=junit is not None)
     if junit is not None:

@@ -11,6 +11,8 @@ from rich.table import Table
 
 DEMO = Path(__file__).parent / "demo"
 SUITES = ("acme-plumbing/main-line", "northside-hvac/recorded-calls")
+REPEATS = "acme-plumbing/chat-repeats"
+"""The suite whose runs replay each case: the fake agent fumbles one call in ten on one of its cases."""
 
 
 def run_demo(console: Console, quiet: bool = False, reset: bool = False) -> dict[str, Any]:
@@ -76,6 +78,12 @@ def _run_demo(console: Console, quiet: bool, reset: bool) -> dict[str, Any]:
             "on loopback; the rubric judged by our judge)")
     vendors = run_on_every_vendor(console, ws, quiet=quiet)
     if not quiet:
+        say(f"\n[bold]8. Replayed calls[/] ({REPEATS}: each case replayed 10 times, undecided ones escalated up to 30; "
+            "nightly_sweep asks each case for a 90 % pass rate at 95 % confidence)")
+    repeated = run_with_progress(console, REPEATS, "vapi_chat", None, quiet=quiet)["run"]
+    repeated_verdicts = verdicts_for(ws, [repeated["run_id"]])
+    if not quiet:
+        print_verdicts(console, repeated_verdicts)
         say(
             f"\nNext, with ASSAY_HOME={ws.settings.home}: `assay runs list`, `assay verdicts RUN --cases`, "
             "`assay rescore SUITE --consumer C --spec FILE`, or query the lake with DuckDB "
@@ -84,7 +92,7 @@ def _run_demo(console: Console, quiet: bool, reset: bool) -> dict[str, Any]:
     return {
         "loaded": loaded, "runs": runs, "stored": stored, "verdicts": before, "plan": planned,
         "reloaded": reloaded, "rejudged": rejudged, "rescored": rescored, "verdicts_after": after, "rerun": rerun,
-        "vendors": vendors,
+        "vendors": vendors, "repeated": repeated, "repeated_verdicts": repeated_verdicts,
     }
 
 

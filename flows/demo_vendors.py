@@ -25,10 +25,15 @@ AGENT_RULES = [
     {"match": "60827", "reply": "I'm sorry, 60827 is outside our service area, so we can't send a technician. "
      "I can refer you to a licensed plumber near you.",
      "tool": "check_service_area", "arguments": {"zip": "60827"}, "result": {"in_area": False}},
+    {"match": "60604", "rate": 0.1, "reply": "Hmm, I'm not sure we go out that way. Let me get back to you."},
+    {"match": "60604", "reply": "Yes, 60604 is inside our service area. I can book a visit for Thursday morning.",
+     "tool": "check_service_area", "arguments": {"zip": "60604"}, "result": {"in_area": True}},
+    {"match": "faucet", "reply": "We do. What's your ZIP code?"},
     {"match": "leak|water heater", "reply": "I'm sorry to hear that. What's your ZIP code?"},
     {"match": "bye|thank", "reply": "You're welcome. Goodbye!"},
 ]
-"""What the fake agent (VAPI and ElevenLabs share one brain) says to the demo's scripted caller."""
+"""What the fake agent (VAPI and ElevenLabs share one brain) says to the demo's scripted caller. In area, it
+fumbles one call in ten (a rated rule): replayed, that case shows a pass rate the evidence cannot call."""
 
 HAMMING_TRANSCRIPT = (
     "Agent: Thanks for calling Acme Plumbing & Heating, this is the front desk. How can I help today?\n"

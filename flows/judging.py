@@ -25,17 +25,18 @@ from assay.core.errors import HistoryError
 from assay.core.names import listed
 from assay.core.plugins import registered
 from assay.storage.catalog.assertions import assignments, stamped_criteria
-from assay.storage.catalog.runs import history_runs, run_coverage
+from assay.storage.catalog.runs import history_runs, run_budgets, run_coverage
 from assay.storage.judgments import write_pass
 from assay.storage.lake import FileFilter
 from assay.transforms.carry import STORED, new_outcomes, pass_results, plan_pass
 from assay.transforms.judge import evaluate
 from assay.transforms.mechanisms import evaluator_versions
+from assay.transforms.repeats import repeated_run_verdicts, without_pass_rate
 from assay.transforms.rescore import key_counts
 from assay.transforms.verdicts import latest, run_verdicts, with_coverage
 
 from .drill import case_detail, case_entries
-from .rescoring import coverage_frame, current_atoms
+from .rescoring import coverage_frame, current_atoms, replay_order
 from .judge_calls import answer_rubrics
 from .workspace import Workspace
 
@@ -113,6 +114,8 @@ def judge_runs(
 
 
 COVERAGE = ("counted", "excluded", "case_runs", "case_runs_counted")
+SERIES_FIELDS = ("case_key", "verdict", "passes", "runs", "errors", "lower", "upper", "how", "at", "reason")
+"""What a verdict under a per-case pass rate says of each case: its decision over its replays."""
 """What each verdict says it counted, next to its reason."""
 
 
@@ -127,6 +130,7 @@ def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) 
     with ws.engine.connect() as conn:
         stamped = stamped_criteria(conn, run_ids)
         coverage = coverage_frame(run_coverage(conn, run_ids))
+        budgets = run_budgets(conn, run_ids)
     detail = case_detail(ws, run_ids) if cases else None
     out: list[dict[str, Any]] = []
     by_spec: dict[tuple[str, int, str], list[sa.Row]] = {}
@@ -135,10 +139,16 @@ def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) 
     for (consumer, version, _), rows in by_spec.items():
         spec = CriteriaSpec.model_validate(rows[0].spec)
         ids = [r.run_id for r in rows]
-        judged = run_verdicts(current_atoms(ws, ids), spec).collect()
+        decisions: dict[str, list[dict[str, Any]]] = {}  # run id -> this consumer's case decisions
+        if spec.pass_rate is None:
+            judged = run_verdicts(current_atoms(ws, ids), spec).collect()
+        else:
+            judged, decided = repeated_run_verdicts(current_atoms(ws, ids), spec, replay_order(ws, ids), budgets)
+            for d in decided.iter_rows(named=True):
+                decisions.setdefault(d["run_id"], []).append(d)
         covered = with_coverage(judged, coverage.filter(pl.col("run_id").is_in(ids)), spec)
         computed = {v["run_id"]: v for v in covered.to_dicts()}
-        breakdown = case_entries(detail, spec, ids) if detail is not None else None
+        breakdown = case_entries(detail, without_pass_rate(spec), ids) if detail is not None else None
         for r in rows:
             v = computed.get(r.run_id, {"verdict": None, "reason": "not judged yet"})
             entry = {
@@ -148,5 +158,7 @@ def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) 
             }
             if breakdown is not None:
                 entry["cases"] = breakdown.get(r.run_id, [])
+            if spec.pass_rate is not None:
+                entry["series"] = [{k: d[k] for k in SERIES_FIELDS} for d in decisions.get(r.run_id, [])]
             out.append(entry)
     return sorted(out, key=lambda e: (e["run_id"], e["consumer"]))

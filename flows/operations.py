@@ -36,11 +36,12 @@ def load(ws: Workspace, path: str) -> dict[str, Any]:
 
 def start_run(
     ws: Workspace, suite: str, runner: str | None = None, deadline: timedelta | None = None,
-    request_id: str | None = None,
+    request_id: str | None = None, repeat: int | None = None, budget: int | None = None,
 ) -> RunRow:
     """Create the run: resolve the suite and its criteria, snapshot the cases, stamp criteria versions.
 
-    With ``request_id`` a repeat (a retried task) returns the run the first call created.
+    With ``request_id`` a repeat (a retried task) returns the run the first call created. ``repeat`` and
+    ``budget`` override the suite's repeat plan (replays per case; the most escalation may reach).
     """
     with ws.engine.connect() as conn:
         found = find_suite(conn, suite)
@@ -57,7 +58,16 @@ def start_run(
         )
     if not cls.synchronous and deadline is None:  # a vendor that never answers must not be waited for for ever
         deadline = ASYNC_DEADLINE
-    return create_run(ws.engine, suite, cls.name, deadline=deadline, request_id=request_id)
+    plan = dict(found.repeat or {})
+    replays, most = repeat or plan.get("count", 1), budget or plan.get("budget")
+    if replays > 1 and not cls.repeats:
+        raise ConfigError(f"runner {cls.name!r} cannot replay a case (a recording, or a vendor run keyed by case, "
+                          f"happens once): run suite {suite!r} without --repeat, or choose another --runner")
+    if most is not None and most > replays and not cls.synchronous:
+        raise ConfigError(f"runner {cls.name!r} answers later: escalation needs a runner that answers within the "
+                          "run; drop --budget, or choose another --runner")
+    return create_run(ws.engine, suite, cls.name, deadline=deadline, request_id=request_id, repeat=repeat,
+                      budget=budget)
 
 
 def execute_run(
@@ -78,9 +88,10 @@ def execute_run(
             return submit_run(ws, job, runner, owner=owner_name())
         finally:
             runner.close()
-    return drive(
-        runner, ws.ledger, job, owner=owner_name(), ttl_seconds=ws.settings.lease_seconds, on_report=on_report
-    )
+    from .escalation import escalation
+
+    return drive(runner, ws.ledger, job, owner=owner_name(), ttl_seconds=ws.settings.lease_seconds,
+                 on_report=on_report, more=escalation(ws, run, job))
 
 
 def judge_run(

@@ -57,10 +57,12 @@ def publish_verdicts(key: str, verdicts: list[dict[str, Any]], description: str)
 
 
 @io_task
-def create_run_task(suite: str, runner: str | None, deadline_minutes: float | None, request_id: str) -> str:
+def create_run_task(suite: str, runner: str | None, deadline_minutes: float | None, request_id: str,
+                    repeat: int | None = None, budget: int | None = None) -> str:
     """Create the run once: a retry (the first attempt's commit may have landed) returns the same run."""
     deadline = timedelta(minutes=deadline_minutes) if deadline_minutes else None
-    return ops.start_run(workspace(), suite, runner, deadline, request_id=request_id).run_id
+    return ops.start_run(workspace(), suite, runner, deadline, request_id=request_id, repeat=repeat,
+                         budget=budget).run_id
 
 
 def _request_id() -> str:
@@ -98,14 +100,17 @@ def run_suite(
     runner: str | None = None,
     deadline_minutes: float | None = None,
     runner_options: dict[str, Any] | None = None,
+    repeat: int | None = None,
+    budget: int | None = None,
 ) -> dict[str, Any]:
     """Create the run (criteria resolved and stamped), claim, drive the runner, report, release; judge;
-    finalise; publish the verdicts as the artifact ``verdicts-TEAM-SUITE``."""
+    finalise; publish the verdicts as the artifact ``verdicts-TEAM-SUITE``. ``repeat`` replays each case that
+    many times and ``budget`` lets escalation add replays to undecided cases up to it (default: the suite's plan)."""
     with flow_workspace() as ws:
-        run_id = create_run_task(suite, runner, deadline_minutes, _request_id())
+        run_id = create_run_task(suite, runner, deadline_minutes, _request_id(), repeat, budget)
         row = get_run(ws.engine, run_id)
         if listening():
-            started(row.case_count)
+            started(row.case_count * row.repeat)
         key, name = artifact_key("verdicts", row.team_id, row.suite_key), f"{row.team_id}/{row.suite_key}"
         executed = execute_task(run_id, runner_options)
         # released with the error (already final; the evidence stays), or submitted to an asynchronous

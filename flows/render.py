@@ -11,7 +11,7 @@ from rich.table import Table
 
 def run_with_progress(
     console: Console, suite: str, runner: str | None, deadline: float | None, quiet: bool = False,
-    runner_options: dict[str, Any] | None = None,
+    runner_options: dict[str, Any] | None = None, repeat: int | None = None, budget: int | None = None,
 ) -> dict[str, Any]:
     """Run the ``run-suite`` flow with a live count of stored case runs against the run's cases."""
     from assay.storage.catalog.runs import run_details
@@ -25,7 +25,8 @@ def run_with_progress(
     with live_count(console, suite, unit="case runs", of="cases", quiet=quiet) as count:
         orchestration.listen(lambda receipt: count.advance(receipt.case_runs), on_start=count.total)
         try:
-            result = orchestration.attend(orchestration.run_suite, suite, runner, deadline, runner_options)
+            result = orchestration.attend(orchestration.run_suite, suite, runner, deadline, runner_options, repeat,
+                                          budget)
         finally:
             orchestration.listen(None)
     ws = open_workspace()
@@ -216,6 +217,10 @@ def print_verdicts(console: Console, rows: list[dict[str, Any]]) -> None:
                       _verdict(r["verdict"]), r["reason"] or "")
     console.print(table if rows else "no stamped criteria for these runs")
     for r in rows:
+        if r.get("series"):
+            from .render_drill import print_series
+
+            print_series(console, r["run_id"], r["consumer"], r["series"])
         if "cases" in r:
             from .render_drill import print_cases
 

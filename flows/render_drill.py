@@ -140,3 +140,22 @@ def _rate(side: dict[str, Any]) -> str:
     if not side["results"]:
         return "no results"
     return f"{side['met']}/{side['results']} met" + (f" ({side['nulls']} undetermined)" if side["nulls"] else "")
+
+
+_SERIES_STYLE = {"pass": "green", "fail": "red", "flaky": "yellow", "error": "magenta"}
+
+
+def print_series(console: Console, run_id: str, consumer: str, series: list[dict[str, Any]]) -> None:
+    """A consumer's per-case decisions over a run's replays: FLAKY cases with their pass rate and bounds."""
+    table = Table(title=f"{consumer} on run {run_id}: each case over its replays", title_justify="left")
+    for name in ("case", "verdict", "passed", "rate", "Wilson bounds", "decided by"):
+        table.add_column(name, overflow="fold")
+    for s in series:
+        rate = f"{s['passes'] / s['runs']:.2f}" if s["runs"] else "-"
+        bounds = f"{s['lower']:.2f}-{s['upper']:.2f}" if s["lower"] is not None and s["upper"] is not None else "-"
+        how = {"sequential": f"sequential test at replay {s['at']}", "wilson": "Wilson bound",
+               "undecided": "nothing: undecided", "no-replays": "no replay judged"}.get(s["how"], s["how"])
+        errors = f" (+{s['errors']} error)" if s["errors"] else ""
+        table.add_row(s["case_key"], Text(s["verdict"].upper(), style=_SERIES_STYLE.get(s["verdict"], "")),
+                      f"{s['passes']}/{s['runs']}{errors}", rate, bounds, how)
+    console.print(table)

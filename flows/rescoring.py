@@ -20,6 +20,7 @@ from assay.core.ids import content_hash, id_code, name_code
 from assay.storage.catalog.assertions import criteria_spec, stamped_verdicts
 from assay.storage.catalog.runs import COVERAGE_COLUMNS, finalised_runs, find_suite, suite_assertion_keys
 from assay.storage.lake import FileFilter, codes
+from assay.transforms.repeats import repeated_run_verdicts
 from assay.transforms.rescore import counted_run_verdicts
 from assay.transforms.verdicts import VERDICT_COLUMNS, flips, run_verdicts, with_coverage
 
@@ -30,6 +31,13 @@ def current_atoms(ws: Workspace, run_ids: Sequence[str], suite_id: str | None = 
     """The current atoms (each case run's latest outcome's) of ``run_ids``, read from the lake's state."""
     where = FileFilter(suites=[suite_id]) if suite_id else FileFilter(runs=run_ids)
     return ws.lake.scan("current_results", where).filter(pl.col("run_id").is_in(list(run_ids)))
+
+
+def replay_order(ws: Workspace, run_ids: Sequence[str], suite_id: str | None = None) -> pl.DataFrame:
+    """``case_run_id, source_ref`` of the runs' case runs: the order of a repeated case's replays."""
+    where = FileFilter(suites=[suite_id]) if suite_id else FileFilter(runs=run_ids)
+    scan = ws.lake.scan("case_runs", where).filter(pl.col("run_id").is_in(list(run_ids)))
+    return ws.lake.collect(scan.select("case_run_id", "source_ref"), "case_runs", where)
 
 
 def coverage_frame(rows) -> pl.DataFrame:
@@ -53,6 +61,10 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
     used either: the verdicts are then computed from the stored atoms, which hold every reason.
     """
     where = FileFilter(suites=[suite_id])
+    if spec.pass_rate is not None:  # a per-case rate reads each replay's verdict: from the atoms
+        atoms = ws.lake.collect(current_atoms(ws, run_ids, suite_id), "current_results", where).lazy()
+        judged, _ = repeated_run_verdicts(atoms, spec, replay_order(ws, run_ids, suite_id))
+        return judged.select("run_id", *VERDICT_COLUMNS).sort("run_id")
     by_code = {id_code(r): r for r in run_ids}
     key_codes = {k: name_code(k) for k in keys | set(spec.required) | set(spec.ignore)
                  | {k for g in spec.threshold for k in g.keys}}

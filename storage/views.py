@@ -12,7 +12,8 @@
 
 ``criteria_terms`` (the counted keys of each criteria version) is what ``verdicts_now`` joins against.
 The fleet rollups (``verdict_counts``, ``fleet_weekly``, ``behaviour_teams``, ...) and the table macro
-``common_failures`` come from :mod:`.fleet_views`.
+``common_failures`` come from :mod:`.fleet_views`; the turn-level voice metrics (``turns``, ``turn_metrics``,
+``turn_metrics_daily``) from :mod:`.voice_views`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pyarrow as pa
 from assay.core.criteria import CriteriaSpec
 
 from .fleet_views import FLEET, MACROS
+from .voice_views import VOICE
 
 if TYPE_CHECKING:
     import duckdb
@@ -145,7 +147,7 @@ _CORE: dict[str, tuple[str, str, dict[str, str]]] = {
     ),
 }
 
-DERIVED: dict[str, tuple[str, str, dict[str, str]]] = {**_CORE, **FLEET}
+DERIVED: dict[str, tuple[str, str, dict[str, str]]] = {**_CORE, **FLEET, **VOICE}
 """Each derived view: its SQL, what it is, and its columns' meaning (a view that repeats a table's
 columns documents them there). The fleet rollups over the projected tables are :mod:`.fleet_views`'."""
 

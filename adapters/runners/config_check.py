@@ -51,6 +51,7 @@ class ConfigCheckRunner(Runner):
         artefact = redact(config) if isinstance(config, dict) else None
         return CaseRun(
             case_id=case.case_id,
+            source_ref=case.source_ref,
             status="error" if problems else "executed",
             error=("compiled config is malformed: " + "; ".join(problems)) if problems else None,
             artefact=artefact,

@@ -29,16 +29,17 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from assay.core.compiled import CompiledConfig
-from assay.core.errors import ConfigError, VendorError
+from assay.core.errors import ConfigError, ToolMockError, VendorError
 from assay.core.evidence import CaseRun, Report
 from assay.core.mechanisms import mechanisms_of
 from assay.core.redact import redact
 from assay.core.runner import CaseSpec, Heartbeat, RunJob, ScratchObject
 from assay.core.settings import Settings
+from assay.core.tool_mocks import ToolMocks
 
 from ..elevenlabs import DEFAULT_LLM, ElevenLabsApi, agent_body, analysis_evaluations, read_conversation, simulation_body
 from ..http import RetryPolicy
-from .platform_chat import PlatformRunner, scratch_object
+from .platform_chat import MockSupport, PlatformRunner, scratch_object
 
 class ElevenLabsChatRunner(PlatformRunner):
     """Simulates a conversation with a scratch ElevenLabs agent built from the compiled config; one per case."""
@@ -46,11 +47,14 @@ class ElevenLabsChatRunner(PlatformRunner):
     name: ClassVar[str] = "elevenlabs_chat"
     # ElevenLabs reports when a turn began, in whole seconds, never when it ended: there is no response
     # latency to measure, so an assertion on it fails as unsupported here instead of staying undetermined.
+    # No timing.* mechanism either: without end_t (nor the per-turn `interrupted` flag, which read_conversation
+    # does not keep) there are no gaps, overlaps or durations to measure.
     mechanisms: ClassVar[frozenset[str]] = (
         mechanisms_of("transcript", "tool", "vendor", "rubric") - {"transcript.response_latency"}
     )
     synchronous: ClassVar[bool] = True
     does: ClassVar[str] = "simulates"
+    tool_mocks: ClassVar[MockSupport] = "static"  # ElevenLabs' tool_mock_config: one answer per tool
 
     def __init__(self, settings: Settings | None = None, *, llm: str = DEFAULT_LLM, turns_limit: int = 30,
                  scoring_mode: str = "binary", retry: RetryPolicy | None = None,
@@ -83,17 +87,20 @@ class ElevenLabsChatRunner(PlatformRunner):
             for batch_no, start in enumerate(range(0, len(job.cases), self.batch_size)):
                 runs = []
                 for case in job.cases[start : start + self.batch_size]:
-                    runs.append(self._case_run(api, agent_id, case, config, redact(raw)))
+                    runs.append(self._case_run(api, agent_id, case, config, redact(raw), self.mock_rules(job)))
                     heartbeat()
                 yield Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}", runs)
 
     def _case_run(self, api: ElevenLabsApi, agent_id: str, case: CaseSpec, config: CompiledConfig,
-                  artefact: dict[str, Any]) -> CaseRun:
+                  artefact: dict[str, Any], mocks: ToolMocks | None = None) -> CaseRun:
         started_at, began = datetime.now(UTC), time.perf_counter()
-        body = simulation_body(case.situation, config, llm=self.llm, turns_limit=self.turns_limit,
-                               scoring_mode=self.scoring_mode)
-        common: dict[str, Any] = {"case_id": case.case_id, "artefact": artefact, "provider_ref": agent_id,
+        common: dict[str, Any] = {"case_id": case.case_id, "source_ref": case.source_ref, "artefact": artefact, "provider_ref": agent_id,
                                   "started_at": started_at}
+        try:
+            body = simulation_body(case.situation, config, llm=self.llm, turns_limit=self.turns_limit,
+                                   scoring_mode=self.scoring_mode, mocks=mocks)
+        except ToolMockError as exc:
+            return CaseRun(status="error", error=str(exc), **common)
         try:
             response = api.simulate(agent_id, body)
             transcript, tool_calls = read_conversation(response)

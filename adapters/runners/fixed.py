@@ -45,6 +45,7 @@ class FixedRunner(Runner):
             runs = [
                 CaseRun(
                     case_id=case.case_id,
+                    source_ref=case.source_ref,
                     evaluations=[
                         Evaluation(
                             name="fixed",

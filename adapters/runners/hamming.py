@@ -43,8 +43,10 @@ class HammingRunner(Runner):
          "transcript.max_latency", "rubric"}
     ) | mechanisms_of("vendor")
     """What its evidence honestly supports: a transcript (no turn timings, no cost), the call's duration
-    and Hamming's own evaluations. Not tool calls, not structural checks, not response latency."""
+    and Hamming's own evaluations. Not tool calls, not structural checks, not response latency, no timing.*
+    mechanism (no per-turn timings)."""
     synchronous: ClassVar[bool] = False
+    repeats: ClassVar[bool] = False  # results come back keyed by test case, one per case
     target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
 
     def __init__(

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from assay.core.compiled import CompiledConfig, config_problems
 from assay.core.errors import RunnerError, VendorError
@@ -36,6 +36,7 @@ from assay.core.evidence import CaseRun, Report, ToolCall, Turn
 from assay.core.redact import redact
 from assay.core.runner import CaseSpec, RunContext, Runner, RunJob, new_suffix
 from assay.core.settings import Settings
+from assay.core.tool_mocks import ToolMocks, argument_free
 
 from ..http import RetryPolicy
 
@@ -68,11 +69,11 @@ class Conversation:
     duration_ms: float = 0.0
     error: str | None = None
 
-    def case_run(self, case_id: str, *, artefact: dict[str, Any] | None = None) -> CaseRun:
+    def case_run(self, case_id: str, *, source_ref: str = "", artefact: dict[str, Any] | None = None) -> CaseRun:
         """The case run's evidence (status ``error`` with the vendor's message when cut short)."""
         payload = {"exchanges": [_trim(p) for p in self.payloads[:-1]], "last": self.payloads[-1]} if self.payloads else None
         return CaseRun(
-            case_id=case_id, status="error" if self.error else "executed", error=self.error,
+            case_id=case_id, source_ref=source_ref, status="error" if self.error else "executed", error=self.error,
             transcript=self.transcript, tool_calls=self.tool_calls, artefact=artefact,
             provider_ref=self.refs[-1] if self.refs else None,
             provider_payload=redact(payload) if payload is not None else None,
@@ -152,6 +153,10 @@ EXAMPLE_CONFIG: dict[str, Any] = {
 """A small compiled config every platform runner is tried on by the conformance kit."""
 
 
+MockSupport = Literal["served", "static", "refused"]
+"""How a platform runner honours a suite's ``tool_mocks`` (:attr:`PlatformRunner.tool_mocks`)."""
+
+
 class PlatformRunner(Runner):
     """What every runner that executes a compiled config on a vendor's platform shares: its settings (given,
     or read from ``ASSAY_*`` when first needed), the retry policy of its vendor client, and reading the
@@ -160,6 +165,10 @@ class PlatformRunner(Runner):
     target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
     does: ClassVar[str] = "runs"
     """What the runner does with a config, for messages (``chats with``, ``simulates``)."""
+    tool_mocks: ClassVar[MockSupport] = "refused"
+    """How it honours a suite's ``tool_mocks``: ``served`` (every call answered by the rules, from the case's
+    world), ``static`` (the vendor returns one answer per tool: only tools whose first rule is ``when: {}``)
+    or ``refused`` (a run of such a suite makes every case run an ERROR saying so, never ignores them)."""
 
     def __init__(self, settings: Settings | None = None, *, retry: RetryPolicy | None = None,
                  sleep: Callable[[float], None] = time.sleep):
@@ -179,7 +188,8 @@ class PlatformRunner(Runner):
     def errors(self, job: RunJob, cases: Sequence[CaseSpec], error: str, batch_no: int = 0) -> Report:
         """A report of ``cases`` that could not be executed, each with ``error``."""
         return Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}",
-                                     [CaseRun(case_id=c.case_id, status="error", error=error) for c in cases])
+                                     [CaseRun(case_id=c.case_id, source_ref=c.source_ref, status="error", error=error)
+                                      for c in cases])
 
     def compiled_config(self, job: RunJob) -> CompiledConfig | Report:
         """The run's compiled config, or (when it is malformed) the report that says so for every case."""
@@ -189,7 +199,38 @@ class PlatformRunner(Runner):
         problems = config_problems(job.target)
         if problems:
             return self.errors(job, job.cases, "compiled config is malformed: " + "; ".join(problems))
+        refused = self.mocks_refused(job)
+        if refused:
+            return self.errors(job, job.cases, refused)
         return CompiledConfig.model_validate(job.target["config"])
 
+    def mock_rules(self, job: RunJob) -> ToolMocks | None:
+        """The suite's tool mocks, when its target declares them."""
+        stored = job.target.get("tool_mocks")
+        return ToolMocks.from_stored(stored) if stored else None
 
-__all__ = ["EXAMPLE_CONFIG", "AgentReply", "Conversation", "PlatformRunner", "converse", "scratch_object"]
+    def mocks_refused(self, job: RunJob) -> str | None:
+        """Why this runner cannot honour the suite's tool mocks (see :attr:`tool_mocks`), or None."""
+        mocks = self.mock_rules(job)
+        if mocks is None or self.tool_mocks == "served":
+            return None
+        served = ", ".join(sorted(r.name for r in _mock_servers()))
+        if self.tool_mocks == "static":
+            conditional = sorted(set(mocks.tools) - set(argument_free(mocks)))
+            if not conditional:
+                return None
+            return (f"runner {self.name!r} returns one fixed answer per tool, so it cannot answer by arguments the "
+                    f"tool mocks of {', '.join(conditional)} (their first rule has a `when`); run the suite with "
+                    f"--runner {served or 'a runner that serves tool mocks'}, or make each tool's first rule `when: {{}}`")
+        return (f"runner {self.name!r} cannot answer the agent's tool calls from the suite's tool_mocks; run the "
+                f"suite with --runner {served or 'a runner that serves tool mocks'}")
+
+
+def _mock_servers() -> list[type[Runner]]:
+    """The registered runners that serve tool mocks (for messages)."""
+    from assay.core.plugins import registered
+
+    return [r for r in registered().values() if getattr(r, "tool_mocks", None) == "served"]
+
+
+__all__ = ["EXAMPLE_CONFIG", "MockSupport", "AgentReply", "Conversation", "PlatformRunner", "converse", "scratch_object"]

@@ -51,11 +51,13 @@ def _same_file(path: Path, actual: str, expected: str) -> None:
 
 
 class RecordedRunner(Runner):
-    """Replays recorded calls; evidence for transcript, tool, vendor and rubric mechanisms."""
+    """Replays recorded calls; evidence for transcript, timing, tool, vendor and rubric mechanisms."""
 
     name: ClassVar[str] = "recorded"
-    mechanisms: ClassVar[frozenset[str]] = mechanisms_of("transcript", "tool", "vendor", "rubric")
+    # A call set's turns carry t and end_t (the recording's clock): every timing.* mechanism can read them.
+    mechanisms: ClassVar[frozenset[str]] = mechanisms_of("transcript", "timing", "tool", "vendor", "rubric")
     synchronous: ClassVar[bool] = True
+    repeats: ClassVar[bool] = False  # a recorded call happened once
     target_kinds: ClassVar[frozenset[str]] = frozenset({"call_set"})
 
     def execute(self, job: RunJob, heartbeat: Heartbeat) -> Iterator[Report]:

@@ -11,6 +11,10 @@ Evidence per case run: the transcript with timings, the tool calls with their re
 reported, ``provider_ref`` = the last chat's id, the chats (redacted) as ``provider_payload``, and the
 config as the artefact. VAPI's chat judges nothing: our mechanisms (transcript, tool, rubric) do.
 
+When the suite declares ``tool_mocks``, the run starts a :class:`~assay.adapters.tool_mocks.MockServer`,
+every tool of the scratch assistant is pointed at it, and each conversation is held open on it with its
+case's world: the mock's log joins the evidence (:func:`with_mock_log`).
+
 Errors: a vendor error that survives the client's retries, or a permanent one, makes that case run an
 ERROR with VAPI's message (never a FAIL); a refused key fails the whole run naming ``ASSAY_VAPI_API_KEY``;
 a malformed config makes every case run an ERROR naming the field, and creates nothing.
@@ -33,16 +37,20 @@ from assay.core.settings import Settings
 
 from ..caller import DEFAULT_MAX_TURNS, Caller, caller_client, caller_for
 from ..http import RetryPolicy
+from ..tool_mocks import MockLog, MockServer
 from ..vapi import VapiApi, assistant_body
-from .platform_chat import AgentReply, PlatformRunner, converse, scratch_object
+from .platform_chat import AgentReply, MockSupport, PlatformRunner, converse, scratch_object
 
 class VapiChatRunner(PlatformRunner):
     """Chats with a scratch VAPI assistant built from the compiled config; one conversation per case."""
 
     name: ClassVar[str] = "vapi_chat"
-    mechanisms: ClassVar[frozenset[str]] = mechanisms_of("transcript", "tool", "rubric")
+    # A text chat: a reply's t is when it arrived and its end_t the same moment (no audio, no durations), so
+    # of the timing.* mechanisms only the response latency (a chat request's round trip) can be measured.
+    mechanisms: ClassVar[frozenset[str]] = mechanisms_of("transcript", "tool", "rubric") | {"timing.response_latency"}
     synchronous: ClassVar[bool] = True
     does: ClassVar[str] = "chats with"
+    tool_mocks: ClassVar[MockSupport] = "served"
 
     def __init__(self, settings: Settings | None = None, *, model: dict[str, str] | None = None,
                  max_turns: int = DEFAULT_MAX_TURNS, retry: RetryPolicy | None = None,
@@ -62,13 +70,16 @@ class VapiChatRunner(PlatformRunner):
             return
         raw = job.target["config"]
         settings = self.settings
+        mocks = self.mock_rules(job)
         with ExitStack() as stack:
             callers = self._callers(job.cases, settings, stack)  # a missing caller model fails before anything is created
+            server = stack.enter_context(MockServer(mocks)) if mocks is not None else None
             api = stack.enter_context(self.api())
-            create = lambda name: api.create_assistant(assistant_body(config, name, self.model))  # noqa: E731
+            url = server.url if server is not None else None
+            create = lambda name: api.create_assistant(assistant_body(config, name, self.model, url))  # noqa: E731
             assistant_id = stack.enter_context(scratch_object(heartbeat, "assistant", create, api.delete_assistant))
             for batch_no, start in enumerate(range(0, len(job.cases), self.batch_size)):
-                runs = [self._case_run(api, assistant_id, case, callers[case.case_id], heartbeat, redact(raw))
+                runs = [self._case_run(api, assistant_id, case, callers[case.case_id], heartbeat, redact(raw), server)
                         for case in job.cases[start : start + self.batch_size]]
                 yield Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}", runs)
 
@@ -83,7 +94,7 @@ class VapiChatRunner(PlatformRunner):
 
     @staticmethod
     def _case_run(api: VapiApi, assistant_id: str, case: CaseSpec, caller: Caller, heartbeat: Heartbeat,
-                  artefact: dict[str, Any]) -> CaseRun:
+                  artefact: dict[str, Any], server: MockServer | None = None) -> CaseRun:
         previous: str | None = None
 
         def send(text: str) -> AgentReply:
@@ -92,7 +103,12 @@ class VapiChatRunner(PlatformRunner):
             previous = answer.ref
             return answer
 
-        return converse(caller, send, heartbeat=heartbeat).case_run(case.case_id, artefact=artefact)
+        if server is None:
+            return converse(caller, send, heartbeat=heartbeat).case_run(case.case_id, source_ref=case.source_ref,
+                                                                      artefact=artefact)
+        with server.conversation(case.situation.get("world") or {}) as log:
+            conversation = converse(caller, send, heartbeat=heartbeat)
+        return with_mock_log(conversation.case_run(case.case_id, source_ref=case.source_ref, artefact=artefact), log)
 
     def teardown(self, objects: Sequence[ScratchObject]) -> dict[str, str | None]:
         """Delete scratch assistants by id, or by name when the id was never recorded; gone counts as deleted."""
@@ -102,6 +118,19 @@ class VapiChatRunner(PlatformRunner):
             return {o.scratch_id: str(exc) for o in objects}
         with api:
             return {o.scratch_id: delete_scratch(api, o) for o in objects}
+
+
+def with_mock_log(case_run: CaseRun, log: MockLog) -> CaseRun:
+    """The case run with the tool mock's log as evidence, under ``provider_payload["tool_mocks"]``: each call's
+    tool, arguments and the rule that answered with its answer, or the error. The answers also reach the
+    tool calls' ``result`` (VAPI hands them to the agent). The log lives in the payload rather than in new
+    tool-call fields so the lake's case-run schema stays as it is. A call no rule covered makes the case run
+    an ERROR naming the tool and its arguments."""
+    payload = {**(case_run.provider_payload or {}), "tool_mocks": redact(log.entries)}
+    update: dict[str, Any] = {"provider_payload": payload}
+    if log.errors:
+        update.update(status="error", error="; ".join([*([case_run.error] if case_run.error else []), *log.errors]))
+    return case_run.model_copy(update=update)
 
 
 def delete_scratch(api: VapiApi, obj: ScratchObject) -> str | None:
@@ -118,4 +147,4 @@ def delete_scratch(api: VapiApi, obj: ScratchObject) -> str | None:
     return None
 
 
-__all__ = ["VapiChatRunner", "delete_scratch"]
+__all__ = ["VapiChatRunner", "delete_scratch", "with_mock_log"]

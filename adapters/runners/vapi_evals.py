@@ -37,7 +37,7 @@ from assay.core.settings import Settings
 
 from ..http import RetryPolicy
 from ..vapi import ANY_REPLY, VapiApi, assistant_body, eval_transcript, judge_plan, mock_conversation
-from .platform_chat import scratch_object
+from .platform_chat import MockSupport, scratch_object
 from .vapi_chat import VapiChatRunner
 
 
@@ -68,8 +68,10 @@ class VapiEvalsRunner(VapiChatRunner):
     """Runs one VAPI eval per case and translatable assertion against a scratch assistant; reports VAPI's verdicts."""
 
     name: ClassVar[str] = "vapi_evals"
+    repeats: ClassVar[bool] = False  # eval runs are keyed by case: one per case
     mechanisms: ClassVar[frozenset[str]] = frozenset({"transcript.contains", "transcript.regex", "rubric"})
     does: ClassVar[str] = "evaluates"
+    tool_mocks: ClassVar[MockSupport] = "refused"  # an eval run's mock conversation has no run-long server
 
     def __init__(self, settings: Settings | None = None, *, model: dict[str, str] | None = None,
                  judge_model: dict[str, str] | None = None, poll_interval: float = 2.0, max_wait: float = 1800.0,

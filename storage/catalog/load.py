@@ -296,7 +296,8 @@ class _Planner:
         # The stored config is redacted; its hash is the raw file's, so rotating a key in it is a change
         # and reloading an unchanged file is not.
         values = {"name": suite.name, "target_kind": target.kind, "target": redact(target.target),
-                  "target_hash": target.hash, "tags": sorted(suite.tags)}  # fmt: skip
+                  "target_hash": target.hash, "tags": sorted(suite.tags),
+                  "repeat": suite.repeat.model_dump(exclude_none=True) if suite.repeat else None}  # fmt: skip
         row = self.state.suites.get((team_id, suite.key))
         suite_id = row.suite_id if row is not None else new_id()
         new = {"suite_id": suite_id, "team_id": team_id, "suite_key": suite.key, **values,
@@ -310,6 +311,7 @@ class _Planner:
             "target": ((row.target_kind, row.target_hash), (target.kind, target.hash)),
             "cases": (stored_members, members),
             "tags": (row.tags, values["tags"]),
+            "repeat": (row.repeat, values["repeat"]),
         }  # fmt: skip
         inserts = [
             Write(t.suite_cases, "insert", {"suite_id": suite_id, "case_id": c, "position": p}) for c, p in members

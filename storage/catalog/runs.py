@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from assay.core.criteria import CriteriaSpec, resolve
-from assay.core.errors import AmbiguousError, NotFoundError
+from assay.core.errors import AmbiguousError, ConfigError, NotFoundError
 from assay.core.ids import content_hash, new_id
 from assay.core.names import listed
 from assay.core.runner import AssertionSpec, CaseSpec, RunJob
@@ -47,6 +47,10 @@ class RunRow:
     evaluations: int
     lake_date: str
     provider_ref: str | None
+    repeat: int = 1
+    """Replays of each case the run started with."""
+    budget: int | None = None
+    """The most replays escalation may give an undecided case; None: no escalation."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.__dict__.items()}
@@ -143,8 +147,13 @@ def create_run(
     *,
     deadline: timedelta | None = None,
     request_id: str | None = None,
+    repeat: int | None = None,
+    budget: int | None = None,
 ) -> RunRow:
-    """Create a pending run of ``suite`` for ``runner``; idempotent on ``request_id``."""
+    """Create a pending run of ``suite`` for ``runner``; idempotent on ``request_id``.
+
+    ``repeat`` (replays per case) and ``budget`` (the most replays escalation may give an undecided case)
+    default to the suite's repeat plan, else one replay and no escalation."""
     now = _now()
     with engine.begin() as conn:
         if request_id is not None:
@@ -162,6 +171,10 @@ def create_run(
             .where(t.suite_cases.c.suite_id == s.suite_id)
             .order_by(t.suite_cases.c.position)
         ).all()
+        plan = dict(s.repeat or {})
+        repeat = repeat if repeat is not None else plan.get("count", 1)
+        budget = budget if budget is not None else plan.get("budget")
+        check_repeat(repeat, budget)
         run_id = new_id()
         conn.execute(
             t.runs.insert().values(
@@ -173,6 +186,8 @@ def create_run(
                 status="pending",
                 deadline_at=now + deadline if deadline else None,
                 case_count=len(cases),
+                repeat=repeat,
+                budget=budget if budget is not None and budget > repeat else None,
                 lake_date=now.date().isoformat(),
                 created_at=now,
             )
@@ -201,6 +216,30 @@ def create_run(
                 ],
             )
         return _get(conn, run_id)
+
+
+def run_budgets(conn: sa.Connection, run_ids: Sequence[str]) -> dict[str, int | None]:
+    """Run id -> its escalation budget (None: no escalation)."""
+    q = sa.select(t.runs.c.run_id, t.runs.c.budget).where(t.runs.c.run_id.in_(list(run_ids)))
+    return {r.run_id: r.budget for r in conn.execute(q)}
+
+
+def check_repeat(repeat: int, budget: int | None) -> None:
+    """Refuse a repeat plan that cannot run: at least one replay, and a budget no smaller than it."""
+    if repeat < 1 or repeat > MAX_REPLAYS:
+        raise ConfigError(f"--repeat must be 1..{MAX_REPLAYS} replays per case, got {repeat}")
+    if budget is not None and not repeat <= budget <= MAX_REPLAYS:
+        raise ConfigError(f"the escalation budget must be {repeat}..{MAX_REPLAYS} replays per case (at least "
+                          f"--repeat {repeat}), got {budget}")
+
+
+MAX_REPLAYS = 1000
+"""The most replays of one case a run may make (a budget past it is a typo, not a plan)."""
+
+
+def replay_ref(n: int) -> str:
+    """The ``source_ref`` of a case's ``n``-th replay (1-based): ``replay-0001``; zero-padded so text order is replay order."""
+    return f"replay-{n:04d}"
 
 
 def snapshot(case: sa.Row) -> dict[str, Any]:
@@ -301,7 +340,9 @@ def job_for_run(engine: sa.Engine, run_id: str) -> RunJob:
         suite_key=suite.suite_key,
         target_kind=suite.target_kind,
         target=suite.target,
-        cases=tuple(CaseSpec(case_id=c.case_id, case_key=c.case_key, content=c.snapshot) for c in cases),
+        cases=tuple(CaseSpec(case_id=c.case_id, case_key=c.case_key, content=c.snapshot,
+                             source_ref=replay_ref(n) if run.repeat > 1 else "")
+                    for c in cases for n in range(1, run.repeat + 1)),
         deadline_at=run.deadline_at,
         assertions=assertions,
     )

@@ -76,9 +76,9 @@ def rows(reports: list[Report]) -> tuple[list[dict], list[dict]]:
             [e for rep in reports for e in rep.evaluations.to_pylist()])
 
 
-def test_declares_transcript_tool_vendor_and_rubric() -> None:
+def test_declares_transcript_timing_tool_vendor_and_rubric() -> None:
     assert runner_class("recorded") is RecordedRunner
-    assert {family(m) for m in RecordedRunner.mechanisms} == {"transcript", "tool", "vendor", "rubric"}
+    assert {family(m) for m in RecordedRunner.mechanisms} == {"transcript", "timing", "tool", "vendor", "rubric"}
     assert RecordedRunner.mechanisms == {m for m in MECHANISMS if family(m) != "structural"}
     assert RecordedRunner.target_kinds == {"call_set"}
 

@@ -1,15 +1,19 @@
-"""A criteria spec's allowance of undetermined results: its validation, and a stored spec that does not
-change when no allowance is given (existing criteria versions and spec hashes stay what they were)."""
+"""A criteria spec's allowance of undetermined results and its per-case pass rate: their validation, and a
+stored spec that does not change when neither is given (existing criteria versions and spec hashes stay
+what they were)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from factories import base, suite, write
 from pydantic import ValidationError
 
-from assay.core.bundle import criteria_spec
-from assay.core.criteria import CriteriaSpec
+from assay.core.bundle import criteria_spec, read_bundle
+from assay.core.criteria import CriteriaSpec, PassRate, Sequential
+from assay.core.errors import BundleError
 from assay.core.ids import canonical_json, content_hash
 
 BEFORE = {"required": ["a", "b"], "threshold": [{"keys": ["c", "d"], "min": 0.75}], "ignore": ["e"]}
@@ -56,3 +60,58 @@ def test_a_malformed_allowance_is_refused_with_the_valid_forms(allowance: dict, 
 def test_the_allowance_reads_as_a_person_would_say_it() -> None:
     assert spec(allow_undetermined={"count": 3}).allow_undetermined.allowed() == "3"
     assert spec(allow_undetermined={"ratio": 0.15}).allow_undetermined.allowed() == "0.15 of the counted results"
+
+
+# --- a per-case pass rate --------------------------------------------------------------------------
+
+DEFAULT_RATE = {"min": 0.9, "confidence": 0.95,
+                "sequential": {"healthy": 0.95, "regressed": 0.8, "alpha": 0.05, "beta": 0.1}}
+
+
+def test_a_bundle_with_a_pass_rate_loads_with_its_defaults(tmp_path: Path) -> None:
+    doc = base()
+    suite(doc)["criteria"]["nightly"] = {"required": ["resolves"], "pass_rate": {"min": 0.9}}
+    suite(doc)["criteria"]["ci"]["pass_rate"] = {"min": 0.8, "confidence": 0.9, "sequential": None}
+    criteria = read_bundle(write(tmp_path, doc)).teams[0].suites[0].criteria
+    assert criteria_spec(criteria["nightly"]) == {"required": ["resolves"], "threshold": [], "ignore": [],
+                                                  "pass_rate": DEFAULT_RATE}
+    assert criteria["ci"].pass_rate == PassRate(min=0.8, confidence=0.9, sequential=None)
+    assert criteria_spec(criteria["ci"])["pass_rate"] == {"min": 0.8, "confidence": 0.9, "sequential": None}
+    assert criteria["nightly"].pass_rate.sequential == Sequential()
+
+
+def test_a_pass_rate_is_stored_and_makes_a_new_version_and_an_old_spec_is_unchanged() -> None:
+    stored = criteria_spec(spec(pass_rate={"min": 0.9}))
+    assert stored == {**BEFORE, "pass_rate": DEFAULT_RATE}
+    assert content_hash(stored) != content_hash(BEFORE)
+    assert "pass_rate" not in criteria_spec(spec()) and "pass_rate" not in spec().model_dump()
+    assert content_hash(criteria_spec(spec())) == "736c133a68c40b89d8ce90acd0d0db9023d8d15e7319e9356774d62967646c89"
+    reread = CriteriaSpec.model_validate(json.loads(json.dumps(stored)))
+    assert reread == CriteriaSpec.model_validate({**BEFORE, "pass_rate": {"min": 0.9}})
+    assert criteria_spec(reread) == stored
+
+
+@pytest.mark.parametrize(("rate", "where", "words"), [
+    ({}, "pass_rate.min", "required field 'min' is missing"),
+    ({"min": 1}, "pass_rate.min", "min must be greater than 0 and less than 1"),
+    ({"min": 0}, "pass_rate.min", "min must be greater than 0 and less than 1"),
+    ({"min": 0.9, "confidence": 0.5}, "pass_rate.confidence", "confidence must be greater than 0.5 and less than 1"),
+    ({"min": 0.9, "confidence": 1}, "pass_rate.confidence", "confidence must be greater than 0.5 and less than 1"),
+    ({"min": 0.9, "sequential": {"healthy": 1.0}}, "pass_rate.sequential.healthy",
+     "healthy must be greater than 0 and less than 1"),
+    ({"min": 0.9, "sequential": {"regressed": 0.96}}, "pass_rate.sequential",
+     "sequential.regressed (0.96) must be less than sequential.healthy (0.95): 0 < regressed < healthy < 1"),
+    ({"min": 0.9, "sequential": {"alpha": 0.5}}, "pass_rate.sequential.alpha",
+     "alpha must be greater than 0 and less than 0.5"),
+    ({"min": 0.9, "sequential": {"beta": 0}}, "pass_rate.sequential.beta",
+     "beta must be greater than 0 and less than 0.5"),
+    ({"min": 0.9, "level": 0.9}, "pass_rate.level", "unknown field 'level'; allowed here: min, confidence, sequential"),
+])
+def test_a_bad_pass_rate_is_refused_naming_the_field_and_its_range(tmp_path: Path, rate: dict, where: str,
+                                                                   words: str) -> None:
+    doc = base()
+    suite(doc)["criteria"]["nightly"] = {"required": ["resolves"], "pass_rate": rate}
+    with pytest.raises(BundleError) as info:
+        read_bundle(write(tmp_path, doc))
+    text = str(info.value)
+    assert f"criteria.nightly.{where}" in text and words in text, text

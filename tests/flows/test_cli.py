@@ -82,13 +82,14 @@ def test_the_demo_shows_the_three_tiers(tmp_path: Path) -> None:
     assert [r["status"] for r in doc["runs"]] == ["completed", "completed"]
     tiers = {s["suite"]: s["tier"] for s in doc["plan"]["suites"]}
     assert tiers == {"acme-plumbing/main-line": "re-judge", "northside-hvac/recorded-calls": "re-run",
-                     "acme-plumbing/chat-line": "none"}
+                     "acme-plumbing/chat-line": "none", "acme-plumbing/chat-repeats": "none"}
     assert doc["rejudged"]["evaluated"] == 4 and doc["rejudged"]["outcomes"] == 4
     assert [f["verdict"] for f in doc["rescored"]["flips"]] == ["fail"]
     flipped = {(v["consumer"], v["stamped"], v["verdict"]) for v in doc["verdicts_after"] if v["stamped"] != v["verdict"]}
     assert ("blueprint_ci", "pass", "fail") in flipped
     assert doc["rerun"]["status"] == "completed" and doc["rerun"]["run_id"] not in [r["run_id"] for r in doc["runs"]]
     _the_vendor_chapter(doc["vendors"])
+    _the_repeats_chapter(doc["repeated"], doc["repeated_verdicts"])
     _no_rubric_waits_for_a_judge(tmp_path / "fresh")
     again = assay("demo", home=tmp_path / "fresh", check=1)
     assert "already holds runs" in again.stderr and "--reset" in again.stderr
@@ -110,6 +111,21 @@ def _the_vendor_chapter(vendors: dict) -> None:
     assert (disagree["ours"], disagree["theirs"], disagree["their_evaluator"]) == (True, False, "elevenlabs:criteria")
     verdicts = {(v["run_id"], v["consumer"]): v["verdict"] for v in vendors["verdicts"]}
     assert verdicts[(vendors["runs"]["vapi_chat"], "publish_gate")] == "pass"
+
+
+def _the_repeats_chapter(run: dict, verdicts: list[dict]) -> None:
+    """Replays: the steady case passes by the sequential test; the case the agent fumbles one call in ten is
+    FLAKY at the budget, with its pass rate and bounds, excluded from the run's pass."""
+    assert run["case_count"] == 2 and run["case_runs"] == 14 + 30 and (run["repeat"], run["budget"]) == (10, 30)
+    [v] = verdicts
+    assert v["consumer"] == "nightly_sweep" and v["verdict"] == v["stamped"] == "pass"
+    series = {s["case_key"]: s for s in v["series"]}
+    steady, flaky = series["water-heater-outside-area"], series["faucet-in-area"]
+    assert (steady["verdict"], steady["how"], steady["at"], steady["passes"]) == ("pass", "sequential", 14, 14)
+    assert (flaky["verdict"], flaky["passes"], flaky["runs"]) == ("flaky", 27, 30)
+    assert round(flaky["lower"], 2) == 0.77 and round(flaky["upper"], 2) == 0.96
+    assert "1 flaky, excluded: faucet-in-area (27 of 30 replays passed" in v["reason"]
+    assert "stopped at the escalation budget of 30 replays" in flaky["reason"]
 
 
 def _no_rubric_waits_for_a_judge(home: Path) -> None:

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from assay.core.criteria import CriteriaSpec, UndeterminedAllowance
 from assay.storage import views
 from assay.storage.fleet_views import FLEET, MACROS
+from assay.storage.voice_views import VOICE
 from assay.storage.lake import TABLES, Lake, lake_table
 from assay.storage.query import connect
 from assay.transforms.verdicts import latest, latest_outcomes, run_verdicts
@@ -137,7 +138,8 @@ def test_verdicts_now_agree_with_run_verdicts(seed: int) -> None:
     con.register("run_criteria", pl.DataFrame(
         stamped, schema=["run_id", "consumer_key", "criteria_id"], orient="row"
     ).with_columns(version=pl.lit(1), verdict=pl.lit("pass"), verdict_reason=pl.lit("stamped")).to_arrow())
-    views.install(con, views.criteria_terms(criteria.to_arrow()), provided=[*FLEET, *MACROS])  # no projected tables here
+    views.install(con, views.criteria_terms(criteria.to_arrow()),
+                  provided=[*FLEET, *MACROS, *VOICE])  # no projected tables or case runs here
 
     got = {(r, c): rest for r, c, *rest in con.sql(
         "SELECT run_id, consumer_key, verdict, counted, met, nulls, changed FROM verdicts_now").fetchall()}

@@ -31,6 +31,7 @@ from assay.core.evidence import vendor_reading
 from assay.core.mechanisms import MECHANISMS
 from assay.transforms.judge import RESULT_SCHEMA
 from assay.transforms.mechanisms.rubric import AWAITING_JUDGE, NO_JUDGE
+from reference_timing import timing
 
 NO_TRANSCRIPT = "the case run recorded no transcript"
 
@@ -80,6 +81,8 @@ def judge_one(
         return structural(mechanism, p, run["artefact"])
     if family == "transcript":
         return transcript(mechanism, p, run)
+    if family == "timing":
+        return timing(mechanism, p, run["transcript"])
     if family == "tool":
         return tool(mechanism, p, run["tool_calls"])
     if family == "vendor":

@@ -52,7 +52,8 @@ def _random_case_runs(rng: random.Random, n: int) -> tuple[list[dict], list[dict
         transcript = None if rng.random() < 0.04 else [
             {"role": rng.choice(["caller", "agent", "agent", "system", None]), "text": _random_text(rng),
              "t": rng.choice([2.0 * j] * 30 + [None, math.nan]),  # replies 0.1 s to 1.9 s after the caller ends
-             "end_t": rng.choice([None, math.nan, *[2.0 * j + 0.1 * s for s in range(1, 19)] * 3])}
+             # ends 0.1 s to 2.2 s after it began: the next turn (at 2 * (j + 1)) may overlap it by up to 0.2 s
+             "end_t": rng.choice([None, math.nan, *[2.0 * j + 0.1 * s for s in range(1, 23)] * 3])}
             for j in range(rng.randint(0, 9))]
         calls = None if rng.random() < 0.04 else [
             {"name": rng.choice(TOOL_NAMES), "arguments": rng.choice(ARGUMENTS), "result": None, "is_error": False, "t": 1.0}
@@ -88,6 +89,11 @@ def _random_assertions(rng: random.Random) -> list[tuple[str, dict]]:
         ("transcript.response_latency", {"max_ms": 1700, "p95_ms": 900}),
         ("vendor.evaluation", {"name": "guard"}), ("vendor.evaluation", {"name": "scorer", "pass_score": 0.5}),
         ("vendor.evaluation", {"name": "absent"}),
+        ("timing.response_latency", {"p50_ms": 900}), ("timing.response_latency", {"p95_ms": 1500, "max_ms": 1700}),
+        ("timing.interruptions", {"max_barge_ins": 0}), ("timing.interruptions", {"max_talk_overs": 0, "max_barge_ins": 1}),
+        ("timing.interruptions", {"max_talk_overs": 0, "tolerance_ms": 150}),
+        ("timing.silence", {"threshold_ms": 1500}), ("timing.silence", {"threshold_ms": 1200, "max_count": 1}),
+        ("timing.talk_ratio", {"min": 0.3, "max": 0.6}), ("timing.talk_ratio", {"max": 0.5}),
     ]
     for k in range(8):
         role = rng.choice([None, "caller", "agent", "system"])
@@ -132,5 +138,5 @@ def test_vectorised_and_rowwise_agree_on_random_data() -> None:
         if mechanism != "rubric":
             assert True in outcomes_seen, mechanism
     evaluators = set(got["evaluator"].unique())
-    assert {"assay:execution", "assay:unsupported", "assay:structural", "assay:transcript", "assay:tool",
+    assert {"assay:execution", "assay:unsupported", "assay:structural", "assay:transcript", "assay:timing", "assay:tool",
             "assay:vendor", "assay:judge", "vendor:guard", "vendor:scorer"} <= evaluators

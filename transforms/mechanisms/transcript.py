@@ -7,7 +7,8 @@ numbers that are null or NaN count as not recorded (met null).
 
 Two latencies: ``max_latency`` is the whole call's duration (``duration_ms``); ``response_latency`` is
 how quickly the agent answers, from the turn timings (a caller turn's ``end_t`` to the next agent turn's
-``t``), so it needs runners that record when each utterance ended.
+``t``), so it needs runners that record when each utterance ended. The ``timing.*`` family
+(:mod:`.timing`) measures more from the same timings.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from assay.core.mechanisms import MaxCost, MaxLatency, MaxTurns, RegexMatch, Res
 from .evidence import Evidence
 from .helpers import decide, found_by, ignoring_case, number, words
 from .registry import mechanism
+from .turns import NO_TRANSCRIPT, latency_verdict
 
 EVALUATOR = "assay:transcript"
-NO_TRANSCRIPT = "the case run recorded no transcript"
 
 
 def _text_check(evidence: Evidence, rows: pl.Series, p: TextMatch, negate: bool, pattern: bool) -> pl.DataFrame:
@@ -73,53 +74,15 @@ def max_latency(evidence: Evidence, rows: pl.Series, p: MaxLatency, judge: str |
                 f"the case run took longer than {number(p.max_ms)} ms")
 
 
-def _replies(transcript: pl.Series) -> pl.DataFrame:
-    """Per case run (``_pos``), its agent turns that answer a caller turn: the reply's index in the
-    transcript and its latency in ms (null when either timing is missing)."""
-    turns = transcript.to_frame("turn").with_row_index("_pos").with_columns(
-        _i=pl.int_ranges(0, pl.col("turn").list.len(), dtype=pl.Int64)).explode(["turn", "_i"]).unnest("turn")
-    same_run = pl.col("_pos").shift(1) == pl.col("_pos")  # the turn before, in the same transcript
-    after = same_run & (pl.col("role").shift(1) == "caller")
-    ended = pl.col("end_t").fill_nan(None).shift(1)
-    # Both columns before the filter, so that shift sees every turn.
-    replies = turns.lazy().select("_pos", "_i", reply=(pl.col("role") == "agent") & after,
-                                  ms=(pl.col("t").fill_nan(None) - ended) * 1000)
-    return replies.filter("reply").drop("reply").collect()
-
-
 @mechanism("transcript.response_latency", version=1)
 def response_latency(evidence: Evidence, rows: pl.Series, p: ResponseLatency, judge: str | None) -> pl.DataFrame:
     """Each agent reply to a caller turn started within ``p.max_ms`` (and their 95th percentile within
     ``p.p95_ms``) of the caller's turn ending; value = the 95th percentile in ms. The reason names the
-    slowest reply (the first of equals) and its latency rounded to whole ms (half up, in both engines)."""
+    slowest reply (the first of equals) and its latency rounded to whole ms (half up, in both engines).
+    The same measure, with a median bar too, is ``timing.response_latency`` (:mod:`.timing`); both are
+    :func:`.turns.latency_verdict`."""
     transcript = evidence.column("transcript").gather(rows)
-    ms = pl.col("ms")
-    per_run = _replies(transcript).group_by("_pos").agg(
-        n=pl.len(), missing=ms.null_count(), first_missing=pl.col("_i").filter(ms.is_null()).first(),
-        slowest=ms.max(), p95=ms.quantile(0.95, interpolation="linear"),
-        worst=pl.col("_i").sort_by(ms, pl.col("_i"), descending=[True, False], nulls_last=True).first(),
-    )
-    frame = transcript.to_frame("transcript").with_row_index("_pos").join(per_run, on="_pos", how="left",
-                                                                          maintain_order="left")
-    within = [pl.col(c) <= cap for c, cap in (("slowest", p.max_ms), ("p95", p.p95_ms)) if cap is not None]
-    measured = pl.col("transcript").is_not_null() & (pl.col("n") > 0) & (pl.col("missing") == 0)
-    met = pl.when(measured).then(pl.all_horizontal(within))
-    slowest_ms = (pl.col("slowest") + 0.5).floor().cast(pl.Int64)
-    worst = words("the agent's slowest reply (turn ", pl.col("worst"), ") came ", slowest_ms,
-                  " ms after the caller stopped")
-    over_max = pl.lit(p.max_ms is not None) & (pl.col("slowest") > (p.max_ms or 0))
-    failure = pl.when(over_max).then(words(worst, f"; at most {number(p.max_ms or 0)} ms allowed"))
-    if p.p95_ms is not None:
-        over_p95 = f"the 95th percentile of the agent's replies is over {number(p.p95_ms)} ms; "
-        failure = failure.otherwise(words(over_p95, worst))
-    undetermined = (
-        pl.when(pl.col("transcript").is_null()).then(pl.lit(NO_TRANSCRIPT))
-        .when(pl.col("n").is_null())
-        .then(pl.lit("no agent turn answers a caller turn: response latency cannot be measured"))
-        .otherwise(words("turn timings are missing: the reply at turn ", pl.col("first_missing"), " has no t, or the "
-                         "caller turn before it no end_t, so response latency cannot be measured"))
-    )
-    return decide(frame, met, pl.when(measured).then(pl.col("p95")), undetermined, failure, EVALUATOR)
+    return latency_verdict(transcript, {"max_ms": p.max_ms, "p95_ms": p.p95_ms}, EVALUATOR)
 
 
 @mechanism("transcript.max_cost", version=1)
