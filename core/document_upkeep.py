@@ -113,6 +113,42 @@ class LabelledVerdict(Body):
     """The judge's reason."""
 
 
+class KeyNoise(Body):
+    """One assertion key's noise: the judge's on the same call, the agent's across replays of a case."""
+
+    assertion_key: str
+    """The rubric's key."""
+    calls: int
+    """Stored calls (case runs) whose rubric result our judge gave."""
+    answers: int
+    """Answers asked for: calls times ``times``."""
+    judge_disagreement: float | None
+    """Mean over the calls of the chance two answers to the same call differ; null under two verdicts."""
+    judge_split_calls: int
+    """Calls whose answers were not unanimous."""
+    agent_cases: int
+    """Cases with at least two replays that each got a majority verdict."""
+    agent_disagreement: float | None
+    """Mean over those cases of the chance two replays differ (each replay: the majority of its answers)."""
+
+
+class JudgeNoiseDoc(Body):
+    """``assay judge-noise``: our judge's own noise on a run's stored calls, kept apart from the agent's."""
+
+    run_id: str
+    """The run measured."""
+    judge: str
+    """The judge's model."""
+    times: int
+    """Answers asked per question."""
+    questions: int
+    """(Case run, rubric) questions asked."""
+    judge_calls: int
+    """Requests sent to the judge, retries included (nothing came from or went to the cache)."""
+    keys: list[KeyNoise]
+    """Per rubric key, in key order."""
+
+
 class JudgeAgreementDoc(JudgeSpend):
     """``assay judge-agreement``: the judge measured against a labelled set."""
 

@@ -76,6 +76,15 @@ def check_rules(rules: Any) -> list[dict[str, Any]]:
     return list(rules)
 
 
+def fires(rule: Mapping[str, Any], k: int, hits: dict[int, int]) -> bool:
+    """Whether rule ``k``, which just matched, decides this time: always, unless it has a ``rate`` r, when
+    its n-th match decides only if ``floor(n * r)`` steps up (counted in ``hits``)."""
+    if "rate" not in rule:
+        return True
+    n = hits[k] = hits.get(k, 0) + 1
+    return math.floor(n * rule["rate"] + 1e-9) > math.floor((n - 1) * rule["rate"] + 1e-9)
+
+
 def reply(caller_text: str, *, rules: Sequence[Mapping[str, Any]] = (), prompt: str = "",
           first_message: str | None = None, tools: Sequence[Mapping[str, Any]] = (), first: bool = True,
           hits: dict[int, int] | None = None) -> Reply:
@@ -88,10 +97,8 @@ def reply(caller_text: str, *, rules: Sequence[Mapping[str, Any]] = (), prompt: 
     hits = {} if hits is None else hits
     for k, rule in enumerate(check_rules(list(rules))):
         if re.search(rule["match"], caller_text, re.IGNORECASE):
-            if "rate" in rule:
-                n = hits[k] = hits.get(k, 0) + 1
-                if math.floor(n * rule["rate"] + 1e-9) == math.floor((n - 1) * rule["rate"] + 1e-9):
-                    continue
+            if not fires(rule, k, hits):
+                continue
             tool = None
             if rule.get("tool"):
                 result = rule["result"] if "result" in rule else DEFAULT_RESULT
@@ -129,4 +136,5 @@ def default_arguments(parameters: Any, caller_text: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["DEFAULT_RESULT", "FIRST_REPLY", "LATER_REPLY", "Reply", "ToolUse", "check_rules", "default_arguments", "reply"]
+__all__ = ["DEFAULT_RESULT", "FIRST_REPLY", "LATER_REPLY", "Reply", "ToolUse", "check_rules", "default_arguments",
+           "fires", "reply"]

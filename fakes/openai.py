@@ -8,7 +8,8 @@ finish_reason: "stop"}], usage: {prompt_tokens, completion_tokens, total_tokens}
 What the assistant says is chosen by **rules**, kept in ``faults.scripts["rules"]`` (so they can be set
 over the control API too): a list of ``{"match": <regex>, "reply": <string or any JSON value>}``. The
 contents of all messages, joined with newlines, are searched (``re.search``, DOTALL) with each rule's
-regex in order; the **first** match wins. A reply that is not a string is sent as its JSON text, so a
+regex in order; the **first** match wins, except that a rule with ``"rate": r`` wins only that share of the
+requests it matches, evenly spread (:func:`assay.fakes.brain.fires`: a judge that is noisy at an exact rate). A reply that is not a string is sent as its JSON text, so a
 rule can return a judge verdict as a dict. Without a matching rule:
 
 - if ``response_format`` asks for JSON (``json_object`` or ``json_schema``), a valid judge verdict
@@ -30,6 +31,7 @@ import time
 from typing import Any
 
 from .base import Answer, FakeRequest, FakeVendor
+from .brain import fires
 
 DEFAULT_VERDICT = {"verdict": "pass", "rationale": "The agent did what the rubric asks."}
 """The reply to a JSON-mode request that no rule matches."""
@@ -97,12 +99,13 @@ class FakeOpenAI(FakeVendor):
         }
 
     def _reply(self, text: str, response_format: Any) -> str:
-        with self.lock:
+        with self.lock:  # a rule with a "rate" answers only that share of its matches (the brain's rule)
             rules = list(self.faults.scripts.get("rules", []))
-        for rule in rules:
-            if re.search(rule["match"], text, re.DOTALL):
-                reply = rule["reply"]
-                return reply if isinstance(reply, str) else json.dumps(reply)
+            chosen = next((r for k, r in enumerate(rules)
+                           if re.search(r["match"], text, re.DOTALL) and fires(r, k, self.faults.hits)), None)
+        if chosen is not None:
+            reply = chosen["reply"]
+            return reply if isinstance(reply, str) else json.dumps(reply)
         wants_json = isinstance(response_format, dict) and response_format.get("type") in ("json_object", "json_schema")
         return json.dumps(DEFAULT_VERDICT) if wants_json else DEFAULT_LINE
 

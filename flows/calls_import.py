@@ -159,7 +159,8 @@ def import_calls(engine: sa.Engine, vendor: str, file: str, suite: str, out: str
             body["skipped"].append({"call_id": call_id, "verdict": call.verdict, "reason": _why(call, match, case)
                                     + "; give --template KEY (and --facts FILE) to draft a regression case from it"})
         else:
-            draft = _draft(call, draft_key(tpl[0].key, call, taken), *tpl, team_facts, facts or "the call", _why(call, match, case))
+            draft = _draft(call, draft_key(tpl[0].key, call, taken), *tpl, team_facts, facts or "--facts FILE",
+                           _why(call, match, case))
             problems += [f"draft {draft['key']}: {f}: {what}" for f, what in check_line(draft["call"], {draft["key"]})]
             taken.add(draft["key"])
             doc["drafts"].append(draft)

@@ -45,17 +45,23 @@ def calls_import(
     if cli._emit("assay.calls.import", body, as_json):
         return
     console = cli._console()
-    console.print(f"{vendor} {file} -> {body['call_set']} ({body['suite']}): {len(body['matched'])} matched, "
-                  f"{len(body['drafted'])} drafted, {len(body['skipped'])} skipped, "
-                  f"{len(body['already_imported'])} already imported", soft_wrap=False, overflow="fold")
+    console.print(f"imported {vendor} export {file}", overflow="fold")
+    console.print(f"  into {body['call_set']} ({body['suite']})", overflow="fold")
+    console.print(f"  {len(body['matched'])} matched, {len(body['drafted'])} drafted, {len(body['skipped'])} skipped, "
+                  f"{len(body['already_imported'])} already imported")
     for m in body["matched"]:
-        console.print(f"  matched {m['call_id']} -> {m['case']} ({m['verdict']})", overflow="fold")
+        console.print(f"matched {m['call_id']}", overflow="fold")
+        said = {"pass": "passed", "fail": "failed", "error": "did not execute (replayed: an ERROR case run)",
+                "unknown": "no verdict"}[m["verdict"]]
+        console.print(f"  case {m['case']}; by the vendor: {said}", overflow="fold")
     for d in body["drafted"]:
-        console.print(f"  drafted {d['key']} from {d['call_id']}: {d['reason']}", overflow="fold")
-    for s in body["skipped"]:
-        console.print(f"  skipped {s['call_id']}: {s['reason']}", overflow="fold")
+        console.print(f"drafted {d['key']} from {d['call_id']}", overflow="fold")
+        console.print(f"  why: {d['reason']}", overflow="fold")
+    for sk in body["skipped"]:
+        console.print(f"skipped {sk['call_id']}", overflow="fold")
+        console.print(f"  why: {sk['reason']}", overflow="fold")
     if body["changed"]:
-        console.print("load the bundle again before running the suite (`assay load BUNDLE`: the call set changed)")
+        console.print("the call set changed: load its bundle again before a run (`assay load BUNDLE`)")
     if body["drafted"]:
         console.print(f"review the drafts: assay calls review {body['call_set']}", overflow="fold")
 
@@ -102,9 +108,11 @@ def _print(console: Any, body: dict[str, Any]) -> None:
     if not body["drafts"]:
         console.print(f"no drafts for {body['suite']} in {body['drafts_file']}", overflow="fold")
         return
-    console.print(f"{len(body['drafts'])} draft(s) for {body['suite']} ({body['drafts_file']}):", overflow="fold")
+    console.print(f"{len(body['drafts'])} draft(s) for {body['suite']}", overflow="fold")
+    console.print(f"  in {body['drafts_file']}", overflow="fold")
     for d in body["drafts"]:
-        console.print(f"  {d['key']}  from call {d['call_id']}, template {d['template']}, {d['turns']} caller "
-                      f"turn(s)", overflow="fold")
-        console.print(f"    {d['title']}", overflow="fold")
-        console.print(f"    why: {d['reason']}", overflow="fold")
+        console.print(d["key"], overflow="fold")
+        console.print(f"  from call {d['call_id']} (template {d['template']}, {d['turns']} caller turn(s))",
+                      overflow="fold")
+        console.print(f"  title: {d['title']}", overflow="fold")
+        console.print(f"  why: {d['reason']}", overflow="fold")

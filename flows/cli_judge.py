@@ -22,6 +22,28 @@ LABELS_HELP = (
 
 def register(app: typer.Typer) -> None:
     app.command("judge-agreement")(judge_agreement)
+    app.command("judge-noise")(judge_noise)
+
+
+def judge_noise(
+    run_id: Annotated[str, typer.Argument(help="The run whose stored calls our judge answers again.")],
+    times: Annotated[int, typer.Option(help="Answers asked per (call, rubric) question, 2..50.")] = 5,
+    key: Annotated[list[str] | None, typer.Option(metavar="KEY", help="Only this rubric key (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")] = False,
+) -> None:
+    """Measure our judge's own noise: ask each rubric of a run's stored calls again, TIMES times, fresh.
+
+    Per key: how often the judge's answers on the same call differ, next to how often the run's replays of a
+    case differ. Nothing is stored or cached: the run's results and verdicts stay as they were.
+    """
+    from . import cli
+    from .judge_noise import describe, measure
+
+    ws = cli._workspace()
+    result = measure(ws, run_id, times=times, keys=key)
+    if not cli._emit("assay.judge-noise", result, as_json):
+        for line in describe(result):
+            typer.echo(line)
 
 
 def judge_agreement(

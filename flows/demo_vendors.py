@@ -50,6 +50,8 @@ JUDGE_RULES = [
     {"match": "refer you to a licensed plumber", "reply": {
         "verdict": "pass", "rationale": "The agent offered a referral to a licensed plumber near the caller."}},
     {"match": "we don't go there", "reply": {"verdict": "fail", "rationale": "No referral was offered."}},
+    {"match": "not sure we go out that way", "reply": {
+        "verdict": "fail", "rationale": "The agent left the caller without an answer about the service area."}},
     {"match": "I'm the technician", "reply": {
         "verdict": "pass", "rationale": "The agent answered the caller's question."}},  # the fake judge errs here
 ]

@@ -43,7 +43,7 @@ def project_runs(ws: Workspace, suites: dict[str, list[str]], pairs: pl.DataFram
     mine = pl.col("run_id").is_in(run_ids)
     atoms = ws.lake.collect(ws.lake.scan("assertion_results", where).filter(mine), "assertion_results", where)
     now = ws.lake.collect(latest(atoms.lazy()), "assertion_results", where)
-    case_runs = ws.lake.collect(ws.lake.scan("case_runs", where).filter(mine).select("run_id", "case_key", "cost_usd"),
+    case_runs = ws.lake.collect(ws.lake.scan("case_runs", where).filter(mine).select("run_id", "case_key", "cost_usd", "case_run_id", "source_ref"),
                                 "case_runs", where)
     runs = inputs.runs.join(case_runs.group_by("run_id").agg(cases_run=pl.col("case_key").n_unique()), on="run_id",
                             how="left").with_columns(pl.col("cases_run").fill_null(0))
@@ -51,7 +51,8 @@ def project_runs(ws: Workspace, suites: dict[str, list[str]], pairs: pl.DataFram
     meta = inputs.runs.select("run_id", "suite_id", "suite_key", "runner", "team_id", "date",
                               week=fleet.week_of(pl.col("created_at")))
     stamp = {"computed_at": pl.lit(datetime.now(UTC)).dt.cast_time_unit("us")}
-    run_rows, case_rows = fleet.project_verdicts(now, runs, inputs.versions, inputs.specs)
+    run_rows, case_rows = fleet.project_verdicts(now, runs, inputs.versions, inputs.specs,
+                                                 order=case_runs.select("case_run_id", "source_ref"))
     costs = meta.join(fleet.run_costs(case_runs.lazy(), atoms.lazy()).collect(), on="run_id", how="left").with_columns(
         pl.col("case_runs", "judge_requests", "judge_tokens_in", "judge_tokens_out").fill_null(0))
     out = {

@@ -100,9 +100,13 @@ def whatif(
                             "current_results", where)
     coverage = runs.select("run_id", "status", "status_reason", "case_count", "case_runs").with_columns(
         cases_run=pl.col("case_count"))  # coverage is not what a what-if reports
-    before, _ = project_verdicts(atoms, coverage, stamped, specs)
+    order = None
+    if spec.pass_rate is not None or any(s.pass_rate is not None for s in specs.values()):
+        order = ws.lake.collect(ws.lake.scan("case_runs", where).filter(pl.col("run_id").is_in(run_ids))
+                                .select("case_run_id", "source_ref"), "case_runs", where)  # replay order
+    before, _ = project_verdicts(atoms, coverage, stamped, specs, order)
     candidate = stamped.with_columns(criteria_id=pl.lit(CANDIDATE), is_stamped=pl.lit(False))
-    after, _ = project_verdicts(atoms, coverage, candidate, {CANDIDATE: spec})
+    after, _ = project_verdicts(atoms, coverage, candidate, {CANDIDATE: spec}, order)
     compared = (
         after.select("run_id", "consumer_key", "stamped_verdict", "verdict", "reason", _deciding(after).alias("now"))
         .join(before.select("run_id", "consumer_key", _deciding(before).alias("then")), on=["run_id", "consumer_key"])

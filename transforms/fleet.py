@@ -23,6 +23,7 @@ import polars as pl
 
 from assay.core.criteria import CriteriaSpec
 
+from .repeats import repeated_run_verdicts, without_pass_rate
 from .verdicts import case_verdicts, run_verdicts, with_coverage
 
 __all__ = ["OURS", "behaviour_stats", "evaluator_pairs", "project_verdicts", "run_costs", "week_of"]
@@ -44,14 +45,17 @@ def week_of(moment: pl.Expr) -> pl.Expr:
 
 
 def project_verdicts(
-    atoms: pl.DataFrame, runs: pl.DataFrame, versions: pl.DataFrame, specs: Mapping[str, CriteriaSpec]
+    atoms: pl.DataFrame, runs: pl.DataFrame, versions: pl.DataFrame, specs: Mapping[str, CriteriaSpec],
+    order: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Run and case verdicts for every row of ``versions`` (:data:`VERSIONS`), over the current ``atoms``.
 
     ``runs`` has :data:`COVERAGE` for each run (a run whose cases did not all report is ``error`` under a
     criteria that counts anything, as ``assay rescore`` says; ``coverage`` is the share of its cases with a
     case run); ``specs`` maps each ``criteria_id`` to its
-    spec. Returns (run rows, case rows), keyed like ``versions`` (case rows add case_run_id, case_key).
+    spec. With ``order`` (``case_run_id, source_ref`` of the case runs), a criteria with a ``pass_rate`` decides
+    each case over its replays (:mod:`.repeats`); the case rows are then each replay's own verdict. Returns
+    (run rows, case rows), keyed like ``versions`` (case rows add case_run_id, case_key).
     """
     run_parts, case_parts = [], []
     lazy = atoms.lazy()
@@ -64,7 +68,11 @@ def project_verdicts(
         spec = CriteriaSpec.model_validate_json(str(text))
         run_ids = chosen["run_id"].unique()
         mine = lazy.filter(pl.col("run_id").is_in(run_ids.implode()))
-        judged = run_verdicts(mine, spec).collect()
+        if spec.pass_rate is not None and order is not None:  # each case decided over its replays
+            judged, _ = repeated_run_verdicts(mine, spec, order)
+            spec = without_pass_rate(spec)  # the per-case breakdown: each replay's own verdict
+        else:
+            judged = run_verdicts(mine, spec).collect()
         covered = with_coverage(judged, runs.filter(pl.col("run_id").is_in(run_ids.implode())), spec)
         run_parts.append(chosen.join(covered, on="run_id", how="left"))
         cases = case_verdicts(mine, spec).collect()

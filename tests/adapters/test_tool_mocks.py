@@ -155,24 +155,24 @@ def test_the_assistant_points_every_tool_at_the_mock_and_the_fake_vapi_accepts_i
     assert created.status_code == 201, created.text  # VAPI's OpenAPI document accepts server.url
 
 
-def _job(runner: str, rules: dict) -> RunJob:
+def _job(rules: dict) -> RunJob:
     case = CaseSpec("c1", "dana", {"content": {"situation": {"caller": "Dana", "wants": "x", "world": WORLD}}})
     return RunJob("run-1", "acme", "chat", "config", {"config": EXAMPLE_CONFIG, "tool_mocks": rules}, (case,))
 
 
 def test_a_runner_that_cannot_serve_tool_mocks_makes_every_case_an_error_never_ignores_them() -> None:
-    report = VapiEvalsRunner().compiled_config(_job("vapi_evals", RULES))
+    report = VapiEvalsRunner().compiled_config(_job(RULES))
     [row] = report.case_runs.to_pylist()
     assert row["status"] == "error" and "cannot answer the agent's tool calls" in row["error"]
     assert "--runner vapi_chat" in row["error"]
-    assert VapiChatRunner().mocks_refused(_job("vapi_chat", RULES)) is None
+    assert VapiChatRunner().mocks_refused(_job(RULES)) is None
 
 
 def test_elevenlabs_uses_argument_free_rules_and_refuses_conditional_ones() -> None:
-    refused = ElevenLabsChatRunner().mocks_refused(_job("elevenlabs_chat", RULES))
+    refused = ElevenLabsChatRunner().mocks_refused(_job(RULES))
     assert refused is not None and "check_service_area, quote" in refused and "`when: {}`" in refused
     static = {"check_service_area": [{"when": {}, "answer": {"zips": "world.service_zips"}}]}
-    assert ElevenLabsChatRunner().mocks_refused(_job("elevenlabs_chat", static)) is None
+    assert ElevenLabsChatRunner().mocks_refused(_job(static)) is None
     body = simulation_body({"caller": "Dana", "wants": "x", "world": WORLD}, CompiledConfig.model_validate(EXAMPLE_CONFIG),
                            mocks=_mocks(static))
     mock = body["simulation_specification"]["tool_mock_config"]["check_service_area"]

@@ -37,6 +37,18 @@ EVALUATORS = {"vapi": {"vapi:analysis"}, "elevenlabs": {"elevenlabs:analysis", "
               "hamming": {"hamming:test", "hamming:assertion", "hamming:metric"}}
 
 
+def _valid(document: dict) -> dict:
+    """The document validates against its model and its committed JSON Schema."""
+    import jsonschema
+
+    from assay.core.document_models import validate
+
+    validate(document)
+    schema = json.loads((ROOT / "docs" / "schemas" / f"{document['schema']}.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+    return document
+
+
 def cli(home: Path, *args: str, check: int | None = 0) -> subprocess.CompletedProcess:
     return assay(*args, home=home, check=check, columns=80)
 
@@ -89,7 +101,7 @@ def _cases(home: Path) -> dict[str, list[str]]:
 def test_an_export_becomes_case_runs_with_the_vendors_verdicts(ws: Path, vendor: str) -> None:
     matched, drafted, skipped = EXPECTED[vendor]
     call_set = ws / "demo" / "calls" / "northside-recorded.jsonl"
-    body = _with_template(ws, vendor)
+    body = _valid(_with_template(ws, vendor))
     assert body["schema"] == "assay.calls.import" and body["changed"]
     assert {m["call_id"]: (m["case"], m["verdict"]) for m in body["matched"]} == matched
     assert [d["call_id"] for d in body["drafted"]] == [drafted]
@@ -121,14 +133,14 @@ def test_a_draft_counts_only_once_accepted_and_loaded(ws: Path) -> None:
     home, bundle = ws / "home", ws / "demo" / "bundle.yaml"
     call_set = ws / "demo" / "calls" / "northside-recorded.jsonl"
     key = _with_template(ws, "vapi")["drafted"][0]["key"]
-    listed = doc(home, "calls", "review", str(call_set))
+    listed = _valid(doc(home, "calls", "review", str(call_set)))
     assert [d["key"] for d in listed["drafts"]] == [key] and listed["drafts"][0]["turns"] == 3
     cli(home, "load", str(bundle))
     assert key not in _cases(home)  # a draft is not in the catalog
     _, before = _run(home)
     assert all(k != key for k, _ in before["blueprint_ci"].values())
 
-    accepted = doc(home, "calls", "review", str(call_set), "--accept", key, "--into", str(bundle))
+    accepted = _valid(doc(home, "calls", "review", str(call_set), "--accept", key, "--into", str(bundle)))
     assert accepted["action"] == "accepted" and accepted["drafts"] == []
     assert "# The demo bundle" in bundle.read_text()  # the user's file keeps its comments
     cli(home, "run", SUITE, check=82)  # the call set changed: the run refuses it until the bundle is loaded again
@@ -148,7 +160,7 @@ def test_a_draft_counts_only_once_accepted_and_loaded(ws: Path) -> None:
 def test_a_deleted_draft_is_not_drafted_again(ws: Path) -> None:
     call_set = ws / "demo" / "calls" / "northside-recorded.jsonl"
     key = _with_template(ws, "hamming")["drafted"][0]["key"]
-    deleted = doc(ws / "home", "calls", "review", str(call_set), "--delete", key)
+    deleted = _valid(doc(ws / "home", "calls", "review", str(call_set), "--delete", key))
     assert deleted["drafts"] == [] and deleted["deleted"] == ["hamming-tcr_9b34c7e2"]
     assert _with_template(ws, "hamming")["drafted"] == []
 
@@ -197,8 +209,8 @@ def test_the_readme_subsection_runs_as_written(tmp_path: Path) -> None:
         proc = readme_assay(home, *argv[1:])
         assert proc.returncode == expected_exit(line), f"{line}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
         said.append(proc.stdout)
-    assert "2 matched, 1 drafted, 1 skipped" in said[3].replace("\n", " ")
-    assert "0 matched, 0 drafted, 1 skipped, 3 already imported" in said[4].replace("\n", " ")
+    assert "  2 matched, 1 drafted, 1 skipped, 0 already imported\n" in said[3]
+    assert "  0 matched, 0 drafted, 1 skipped, 3 already imported\n" in said[4]
     assert "out-of-area-vapi-c91f44b0" in said[5]
     assert all(len(ln) <= 80 for out in said for ln in out.splitlines())
     assert "out-of-area-vapi-c91f44b0" in (root / "my-demo" / "bundle.yaml").read_text()

@@ -23,13 +23,20 @@ SUITE = REPEATS
 
 
 @pytest.fixture(scope="module")
-def fakes_env() -> Iterator[dict[str, str]]:
-    from assay.fakes.serve import running, settings_env
+def fakes() -> Iterator[dict]:
+    from assay.fakes.serve import running
     from assay.flows.demo_vendors import steer
 
     with running() as fakes:
         steer(fakes)
-        yield settings_env(fakes)
+        yield fakes
+
+
+@pytest.fixture(scope="module")
+def fakes_env(fakes: dict) -> dict[str, str]:
+    from assay.fakes.serve import settings_env
+
+    return settings_env(fakes)
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +57,14 @@ def _series(verdict: dict) -> dict[str, dict]:
     return {s["case_key"]: s for s in verdict["series"]}
 
 
-def test_undecided_cases_escalate_to_the_budget_and_stay_flaky(home: Path, fakes_env: dict[str, str]) -> None:
-    doc = _run(home, fakes_env)
+@pytest.fixture(scope="module")
+def escalated(home: Path, fakes_env: dict[str, str]) -> dict:
+    """The suite run with its own plan: 10 replays per case, escalation up to 30."""
+    return _run(home, fakes_env)
+
+
+def test_undecided_cases_escalate_to_the_budget_and_stay_flaky(home: Path, escalated: dict) -> None:
+    doc = escalated
     run = doc["run"]
     assert (run["repeat"], run["budget"], run["case_count"]) == (10, 30, 2)
     # the steady case: 10 passes do not decide; 4 more reach the sequential test's accept bound at 14
@@ -126,3 +139,29 @@ def test_bad_repeat_plans_are_refused_before_anything_runs(home: Path, tmp_path:
     assert "budget (5) must be at least count (10)" in proc.stderr
     runs = json.loads(assay("runs", "list", "--json", home=home).stdout)["runs"]
     assert all(r["suite_key"] == "chat-repeats" for r in runs)  # nothing else ran
+
+
+def test_judge_noise_is_measured_on_stored_calls_apart_from_the_agents(home: Path, escalated: dict, fakes: dict,
+                                                                       fakes_env: dict[str, str]) -> None:
+    run_id = escalated["run"]["run_id"]
+    before = json.loads(assay("verdicts", run_id, "--cases", "--json", home=home).stdout)
+    # a judge that fails one answer in five on the in-area calls, asked in order (one question at a time)
+    rule = {"match": "60604", "rate": 0.2, "reply": {"verdict": "fail", "rationale": "noise"}}
+    fakes["openai"].faults.scripts["rules"] = [rule, *fakes["openai"].faults.scripts["rules"]]
+    fakes["openai"].faults.hits.clear()
+    asked = fakes["openai"].completions()
+    env = {**fakes_env, "ASSAY_JUDGE_CONCURRENCY": "1"}
+    doc = json.loads(assay("judge-noise", run_id, "--times", "5", "--json", home=home, extra_env=env).stdout)
+    validate(doc)
+    assert (doc["questions"], doc["times"], doc["judge_calls"]) == (44, 5, 220)
+    assert fakes["openai"].completions() - asked == 220  # fresh answers: nothing came from the judge cache
+    [key] = doc["keys"]
+    assert (key["assertion_key"], key["calls"], key["answers"]) == ("settles_the_area", 44, 220)
+    # 27 in-area calls answered 4 pass / 1 fail (0.4 each); the 3 fumbled calls and 14 out-of-area ones unanimous
+    assert key["judge_split_calls"] == 27 and key["judge_disagreement"] == pytest.approx(27 * 0.4 / 44)
+    # the agent: by majority, the in-area case's replays pass 27 of 30 (2*27*3/(30*29)); the other never varies
+    assert key["agent_cases"] == 2 and key["agent_disagreement"] == pytest.approx((2 * 27 * 3 / (30 * 29)) / 2)
+    after = json.loads(assay("verdicts", run_id, "--cases", "--json", home=home).stdout)
+    assert after == before  # kept apart: no outcome, result or verdict changed
+    text = assay("judge-noise", run_id, "--times", "2", "--key", "settles_the_area", home=home, extra_env=env).stdout
+    assert "settles_the_area: judge disagreement" in text and "nothing stored" in text

@@ -31,12 +31,12 @@ REPLIES = [  # the fake agent's behaviour: which tool it calls with which argume
 CASES = {"inside": "My ZIP is 60601", "outside": "My ZIP is 60827", "booking": "Please book me for Tuesday"}
 
 
-def _bundle(folder: Path) -> Path:
+def _bundle(folder: Path, mocks: dict[str, Any] = MOCKS) -> Path:
     (folder / "config.json").write_text(json.dumps(CONFIG))
     cases = [{"key": key, "title": f"Caller {key}", "situation": {"caller": "Dana", "wants": "a plumber", "world": WORLD,
                                                                    "turns": [line, "Thanks, bye"]}}
              for key, line in CASES.items()]
-    suite = {"key": "chat", "name": "Chat line", "target": {"config": "config.json", "tool_mocks": MOCKS},
+    suite = {"key": "chat", "name": "Chat line", "target": {"config": "config.json", "tool_mocks": mocks},
              "cases": list(CASES),
              "assertions": [{"key": "checks_area", "mechanism": "tool.called", "params": {"tool": "check_service_area"}}],
              "criteria": {"ci": {"required": ["checks_area"]}}}
@@ -101,3 +101,12 @@ def test_an_uncovered_call_makes_the_case_run_an_error_naming_tool_and_arguments
     [entry] = json.loads(row["provider_payload"])["tool_mocks"]
     assert "answer" not in entry and "error" in entry
     assert document["run"]["runner"] == "vapi_chat"
+
+
+def test_a_changed_mapping_is_a_changed_target_that_needs_a_re_run(ran, tmp_path: Path) -> None:
+    home, _, _ = ran
+    changed = {"check_service_area": [{**MOCKS["check_service_area"][0], "answer": {"in_area": True}},
+                                      MOCKS["check_service_area"][1]]}
+    plan = assay("plan", str(_bundle(tmp_path, changed)), home=home).stdout
+    assert "~ suite acme/chat (target)" in plan and "acme/chat: re-run" in plan
+    assert "nothing changes" in assay("plan", str(_bundle(tmp_path)), home=home).stdout
