@@ -135,7 +135,8 @@ def vapi_call(record: Mapping[str, Any]) -> ExportedCall:
     verdict = analysis.get("successEvaluation")
     if verdict is not None:
         said = str(verdict).strip().lower()
-        evaluations.append({"name": "successEvaluation", "evaluator": "vapi:analysis", "raw": {"successEvaluation": verdict},
+        evaluations.append({"name": "successEvaluation", "evaluator": "vapi:analysis",
+                            "raw": {"successEvaluation": verdict},
                             "verdict": "pass" if said in _VAPI_PASS else "fail" if said in _VAPI_FAIL else "unknown",
                             "rationale": analysis.get("summary")})  # fmt: skip
     reason, status = str(record.get("endedReason") or ""), record.get("status")
@@ -174,7 +175,9 @@ def elevenlabs_conversation(record: Mapping[str, Any]) -> ExportedCall:
     started = _number(meta.get("start_time_unix_secs"))
     seconds = _number(meta.get("call_duration_secs"))
     cost = _number(meta.get("cost"))
-    error = f"ElevenLabs: the conversation failed (status {record['status']})" if record.get("status") == "failed" else None
+    error = None
+    if record.get("status") == "failed":
+        error = f"ElevenLabs: the conversation failed (status {record['status']})"
     line = {"started_at": datetime.fromtimestamp(started, UTC).isoformat().replace("+00:00", "Z") if started else None,
             "duration_ms": seconds * 1000 if seconds is not None else None,
             "cost_usd": cost, "transcript": [t.model_dump() for t in spoken],
@@ -201,7 +204,8 @@ def hamming_result(record: Mapping[str, Any]) -> ExportedCall:
         if not isinstance(item, Mapping) or not (item.get("assertionName") or item.get("assertionId")):
             raise _Bad(f"assertionResults[{k}].assertionName", "expected the assertion's name")
         evaluations.append({"name": str(item.get("assertionName") or item.get("assertionId")),
-                            "evaluator": "hamming:assertion", "verdict": VERDICTS.get(str(item.get("status")), "unknown"),
+                            "evaluator": "hamming:assertion",
+                            "verdict": VERDICTS.get(str(item.get("status")), "unknown"),
                             "rationale": item.get("reason"), "raw": redact(dict(item))})  # fmt: skip
     metrics = record.get("metrics") or {}
     evaluations += [{"name": key, "evaluator": "hamming:metric", "score": float(value),
@@ -236,7 +240,8 @@ def _records(vendor: str, path: Path) -> list[Any]:
         try:
             data = [json.loads(ln) for ln in text.splitlines() if ln.strip()]
         except ValueError as exc2:
-            raise CallExportError(str(path), [f"neither JSON nor JSON Lines ({exc2}); expected {_SHAPES[vendor]}"]) from None
+            what = f"neither JSON nor JSON Lines ({exc2}); expected {_SHAPES[vendor]}"
+            raise CallExportError(str(path), [what]) from None
     if vendor == "hamming":
         data = data.get("results") if isinstance(data, Mapping) else None
     if not isinstance(data, list):
@@ -269,4 +274,5 @@ def read_export(vendor: str, path: str | Path) -> list[ExportedCall]:
     return out
 
 
-__all__ = ["READERS", "VENDORS", "ExportedCall", "elevenlabs_conversation", "hamming_result", "read_export", "vapi_call"]
+__all__ = ["READERS", "VENDORS", "ExportedCall", "elevenlabs_conversation", "hamming_result", "read_export",
+           "vapi_call"]

@@ -34,16 +34,15 @@ from .calls_review import read_drafts, write_drafts, write_lines
 MATCH_DEFAULT = "assay_case"
 
 
-def _suite(conn: sa.Connection, suite: str) -> tuple[str, str, str, list[str]]:
-    """(team, team name, TEAM/SUITE, the suite's case keys in order)."""
+def _suite(conn: sa.Connection, suite: str) -> tuple[str, list[str]]:
+    """(TEAM/SUITE, the suite's case keys in order)."""
     from assay.storage.catalog import tables as t
     from assay.storage.catalog.runs import find_suite
 
     row = find_suite(conn, suite)
     keys = conn.execute(sa.select(t.cases.c.case_key).join(t.suite_cases, t.suite_cases.c.case_id == t.cases.c.case_id)
                         .where(t.suite_cases.c.suite_id == row.suite_id).order_by(t.suite_cases.c.position)).scalars()
-    name = conn.execute(sa.select(t.teams.c.name).where(t.teams.c.team_id == row.team_id)).scalar_one()
-    return row.team_id, name, f"{row.team_id}/{row.suite_key}", list(keys)
+    return f"{row.team_id}/{row.suite_key}", list(keys)
 
 
 def _template(conn: sa.Connection, key: str) -> Any:
@@ -122,7 +121,7 @@ def import_calls(engine: sa.Engine, vendor: str, file: str, suite: str, out: str
 
     calls = read_export(vendor, file)
     with engine.connect() as conn:
-        team, team_name, suite_name, case_keys = _suite(conn, suite)
+        suite_name, case_keys = _suite(conn, suite)
         tpl = _template(conn, template) if template else None
     if case is not None and case not in case_keys:
         raise NotFoundError("case", case, f"--case names a case of {suite_name}", known=case_keys)
@@ -132,7 +131,7 @@ def import_calls(engine: sa.Engine, vendor: str, file: str, suite: str, out: str
     call_set = Path(out)
     lines = _existing(call_set, case_keys)
     drafts_file = drafts_path(call_set)
-    doc = read_drafts(drafts_file, suite_name, team, team_name, call_set)
+    doc = read_drafts(drafts_file, suite_name, call_set)
     known = _ids(lines) | {d["call_id"] for d in doc["drafts"]} | set(doc["deleted"])
     taken = set(case_keys) | {d["key"] for d in doc["drafts"]}
     body: dict[str, Any] = {"vendor": vendor, "file": file, "suite": suite_name, "call_set": str(call_set),
@@ -152,7 +151,8 @@ def import_calls(engine: sa.Engine, vendor: str, file: str, suite: str, out: str
             new_lines.append(line)
             body["matched"].append({"call_id": call_id, "case": key, "verdict": call.verdict})
         elif call.verdict != "fail":
-            why = {"error": "did not execute (vendor-side error)", "pass": "passed", "unknown": "no verdict of the vendor's"}
+            why = {"error": "did not execute (vendor-side error)", "pass": "passed",
+                   "unknown": "no verdict of the vendor's"}
             body["skipped"].append({"call_id": call_id, "verdict": call.verdict,
                                     "reason": f"matches no case and {why[call.verdict]}: nothing to draft"})
         elif tpl is None:

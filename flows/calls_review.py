@@ -46,21 +46,22 @@ def write_drafts(path: Path, doc: dict[str, Any]) -> None:
     _replace(path, HEADER + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110))
 
 
-def read_drafts(path: Path, suite: str | None = None, team: str | None = None, team_name: str | None = None,
-                call_set: Path | None = None) -> dict[str, Any]:
+def read_drafts(path: Path, suite: str | None = None, call_set: Path | None = None) -> dict[str, Any]:
     """The drafts file (a new, empty one for ``suite`` when it does not exist and ``suite`` is given)."""
     if not path.exists():
         if suite is None:
-            raise CallExportError(str(path), ["no drafts here: `assay calls import VENDOR FILE --suite TEAM/SUITE --out "
-                                              "CALL_SET --template KEY` drafts the failing calls that match no case"])
-        return {"schema": SCHEMA, "suite": suite, "team": team, "team_name": team_name,
-                "call_set": call_set.name if call_set else None, "drafts": [], "deleted": []}
+            raise CallExportError(str(path), [
+                "no drafts here: `assay calls import VENDOR FILE --suite TEAM/SUITE --out CALL_SET --template KEY` "
+                "drafts the failing calls that match no case"])
+        return {"schema": SCHEMA, "suite": suite, "call_set": call_set.name if call_set else None, "drafts": [],
+                "deleted": []}
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise CallExportError(str(path), [f"not YAML ({exc}); it is written by `assay calls import`"]) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("drafts"), list):
-        raise CallExportError(str(path), [f"not a drafts file (schema {SCHEMA}); it is written by `assay calls import`"])
+        what = f"not a drafts file (schema {SCHEMA}); it is written by `assay calls import`"
+        raise CallExportError(str(path), [what])
     if suite is not None and doc.get("suite") != suite:
         raise CallExportError(str(path), [f"holds drafts for suite {doc.get('suite')}, not {suite}; import into a call "
                                           "set of that suite, or name another --out"])
@@ -168,8 +169,8 @@ def insert_case(text: str, file: str, team: str, suite: str, case: dict[str, Any
     teams = _value(root, "teams")
     node = next((n for n in getattr(teams, "value", []) if getattr(_value(n, "id"), "value", None) == team), None)
     cases = _value(node, "cases") if node is not None else None
-    suite_node = next((s for s in getattr(_value(node, "suites"), "value", []) if getattr(_value(s, "key"), "value", None)
-                       == suite), None) if node is not None else None  # fmt: skip
+    suites = getattr(_value(node, "suites"), "value", []) if node is not None else []
+    suite_node = next((s for s in suites if getattr(_value(s, "key"), "value", None) == suite), None)
     members = _value(suite_node, "cases") if suite_node is not None else None
     if node is None or suite_node is None:
         problem = f"defines no suite {team}/{suite}: name the bundle that does (the one you load for it)"

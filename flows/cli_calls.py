@@ -25,8 +25,8 @@ def calls_import(
     suite: Annotated[str, typer.Option(metavar="TEAM/SUITE", help="The suite whose cases the calls are matched to.")],
     out: Annotated[str, typer.Option(metavar="CALL_SET", help="The call set to add the matched calls to (JSON Lines; "
                                      "created if missing); drafts go beside it, CALL_SET's name + .drafts.yaml.")],
-    match: Annotated[str, typer.Option(metavar="FIELD", help="The key in each call's metadata that holds its case key.")]
-    = "assay_case",
+    match: Annotated[str, typer.Option(metavar="FIELD", help="The key in each call's metadata that holds its "
+                                       "case key.")] = "assay_case",
     case: Annotated[str | None, typer.Option(metavar="KEY", help="Match every call to this case instead.")] = None,
     template: Annotated[str | None, typer.Option(metavar="KEY", help="Draft a regression case from this template for "
                                                  "each failing call that matches no case.")] = None,
