@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from assay.core.errors import ToolMockError
+from assay.core.errors import ConfigError, ToolMockError
 from assay.core.tool_mocks import ToolMocks, answer_call
 
 MAX_BODY = 1_000_000
@@ -54,12 +54,20 @@ def _arguments(raw: Any) -> dict[str, Any]:
 
 
 class MockServer:
-    """One run's tool-mock server (see the module docstring)."""
+    """One run's tool-mock server (see the module docstring); a vendor off this machine reaches it through
+    ``public_url`` (``ASSAY_TOOL_MOCK_URL``), a tunnel to ``host:port`` (``ASSAY_TOOL_MOCK_BIND``)."""
 
-    def __init__(self, mocks: ToolMocks, host: str = "127.0.0.1"):
+    @classmethod
+    def from_settings(cls, mocks: ToolMocks, settings: Any) -> "MockServer":
+        host, _, port = settings.tool_mock_bind.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"ASSAY_TOOL_MOCK_BIND must be host:port such as 127.0.0.1:0, got {settings.tool_mock_bind!r}")
+        return cls(mocks, host, int(port), settings.tool_mock_url)
+
+    def __init__(self, mocks: ToolMocks, host: str = "127.0.0.1", port: int = 0, public_url: str | None = None):
         self.mocks = mocks
         self.token = secrets.token_hex(8)
-        self._host = host
+        self._host, self._port, self._public = host, port, public_url.rstrip("/") if public_url else None
         self._lock = threading.Lock()
         self._current: tuple[Mapping[str, Any], MockLog] | None = None
         self._server: ThreadingHTTPServer | None = None
@@ -73,14 +81,14 @@ class MockServer:
         if self._server is None:
             raise RuntimeError("the tool-mock server is not running; use it as a context manager")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/runs/{self.token}"
+        return f"{self._public or f'http://{host}:{port}'}/runs/{self.token}"
 
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
     def __enter__(self) -> "MockServer":
-        self._server = ThreadingHTTPServer((self._host, 0), _handler(self))
+        self._server = ThreadingHTTPServer((self._host, self._port), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="assay-tool-mocks", daemon=True)
         self._thread.start()

@@ -23,8 +23,15 @@ from collections import Counter
 
 from .common import Result
 
-REPEAT = 10
-BUDGET = 60
+def _plan() -> tuple[int, int]:
+    from assay.core.bundle_models import RepeatPlan
+
+    plan = RepeatPlan()  # the product's defaults: a suite's `repeat: {}`
+    assert plan.budget is not None
+    return plan.count, plan.budget
+
+
+REPEAT, BUDGET = _plan()
 HEALTHY_RATE = 0.97
 REGRESSED_RATE = 0.80
 SERIES = 20_000

@@ -212,11 +212,12 @@ class ResolvedTarget:
 class RepeatPlan(_Model):
     """How often a suite's runs replay each case, and how far escalation may go for undecided cases."""
 
-    count: int = Field(ge=1, le=1000)
+    count: int = Field(default=10, ge=1, le=1000)
     """Replays of each case per run (each replay is a case run); ``assay run --repeat`` overrides it."""
-    budget: int | None = Field(default=None, ge=1, le=1000)
+    budget: int | None = Field(default=60, ge=1, le=1000)
     """The most replays escalation may give a case the evidence has not decided under a consumer's
-    ``pass_rate``, at least ``count``; absent: no escalation. ``assay run --budget`` overrides it."""
+    ``pass_rate``, at least ``count``; equal to ``count`` (or null): no escalation. ``assay run --budget``
+    overrides it. The defaults, 10 replays and a budget of 60, are those ``make bench`` measures."""
 
     @model_validator(mode="after")
     def _budget_covers_count(self) -> "RepeatPlan":

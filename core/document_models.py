@@ -22,7 +22,8 @@ from .document_catalog import LS_BODIES, InitDoc, LoadDoc, PlanDoc
 from .document_drill import DiffDoc, ShowDoc
 from .document_legacy import LegacyDoc
 from .document_report import ReportDoc
-from .document_runs import JudgeDoc, RejudgeDoc, RescoreDoc, RunDoc, RunsDoc, VerdictsDoc, WhatifDoc
+from .document_rescore import RescoreDoc, WhatifDoc
+from .document_runs import JudgeDoc, RejudgeDoc, RunDoc, RunsDoc, VerdictsDoc
 from .document_server import DeployDoc, ServerStartDoc, ServerStatusDoc, ServerStopDoc
 from .document_templates import TemplateApplyDoc, TemplateLsDoc
 from .document_upkeep import (

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Literal
 
 from .document_catalog import LoadDoc, PlanDoc
-from .document_runs import Body, Judged, JudgeSpend, RescoreDoc, RunDetails, VerdictRow
+from .document_rescore import RescoreDoc
+from .document_runs import Body, Judged, JudgeSpend, RunDetails, VerdictRow
 
 
 class ReapDoc(Body):

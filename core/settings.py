@@ -25,6 +25,13 @@ class Settings(BaseSettings):
     judge_base_url: str | None = None
     """Base URL of an OpenAI-compatible chat API used as our judge."""
 
+    tool_mock_bind: str = "127.0.0.1:0"
+    """``host:port`` the tool-mock server of a run listens on (port 0: any free port)."""
+
+    tool_mock_url: str | None = None
+    """The public base URL a vendor reaches the tool-mock server by (a tunnel or ingress forwarding to
+    ``tool_mock_bind``); default: the address it listens on, which only a vendor on this machine reaches."""
+
     judge_model: str | None = None
     """Model name sent to the judge."""
 

@@ -58,6 +58,9 @@ def start_run(
         )
     if not cls.synchronous and deadline is None:  # a vendor that never answers must not be waited for for ever
         deadline = ASYNC_DEADLINE
+    if found.target.get("tool_mocks") and getattr(cls, "tool_mocks", None) == "refused":
+        raise ConfigError(f"suite {suite!r} answers its agent's tools from tool_mocks, and runner {cls.name!r} cannot "
+                          "serve them (its agent's tools would answer for themselves); run it with --runner vapi_chat")
     plan = dict(found.repeat or {})
     replays, most = repeat or plan.get("count", 1), budget or plan.get("budget")
     if replays > 1 and not cls.repeats:

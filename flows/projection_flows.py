@@ -16,7 +16,6 @@ views over them (:mod:`assay.storage.fleet_views`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 

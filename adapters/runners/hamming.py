@@ -47,6 +47,7 @@ class HammingRunner(Runner):
     mechanism (no per-turn timings)."""
     synchronous: ClassVar[bool] = False
     repeats: ClassVar[bool] = False  # results come back keyed by test case, one per case
+    tool_mocks: ClassVar[str] = "refused"  # it calls the deployed agent, whose tools answer for themselves
     target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
 
     def __init__(

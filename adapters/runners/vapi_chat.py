@@ -73,7 +73,7 @@ class VapiChatRunner(PlatformRunner):
         mocks = self.mock_rules(job)
         with ExitStack() as stack:
             callers = self._callers(job.cases, settings, stack)  # a missing caller model fails before anything is created
-            server = stack.enter_context(MockServer(mocks)) if mocks is not None else None
+            server = stack.enter_context(MockServer.from_settings(mocks, settings)) if mocks is not None else None
             api = stack.enter_context(self.api())
             url = server.url if server is not None else None
             create = lambda name: api.create_assistant(assistant_body(config, name, self.model, url))  # noqa: E731

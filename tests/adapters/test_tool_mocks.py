@@ -215,3 +215,18 @@ def test_elevenlabs_names_a_fact_the_world_lacks() -> None:
     with pytest.raises(ToolMockError, match="names world.hours, which this case's world lacks"):
         simulation_body({"caller": "Dana", "wants": "x", "world": WORLD}, CompiledConfig.model_validate(EXAMPLE_CONFIG),
                         mocks=static)
+
+
+def test_a_vendor_off_this_machine_reaches_the_server_by_its_public_url() -> None:
+    from assay.adapters.tool_mocks import MockServer
+    from assay.core.errors import ConfigError
+    from assay.core.settings import Settings
+    from assay.core.tool_mocks import ToolMocks
+
+    mocks = ToolMocks.model_validate({"tools": {"check_service_area": [{"answer": {"in_area": True}}]}})
+    with MockServer.from_settings(mocks, Settings(tool_mock_url="https://tunnel.example/acme/")) as server:
+        assert server.url == f"https://tunnel.example/acme/runs/{server.token}"
+    with MockServer.from_settings(mocks, Settings()) as server:
+        assert server.url.startswith("http://127.0.0.1:") and server.url.endswith(f"/runs/{server.token}")
+    with pytest.raises(ConfigError, match="ASSAY_TOOL_MOCK_BIND must be host:port"):
+        MockServer.from_settings(mocks, Settings(tool_mock_bind="localhost"))

@@ -474,3 +474,14 @@ def test_undeclared_consumers_are_left_to_the_catalog(tmp_path: Path) -> None:
     doc["consumers"] = []
     bundle = read_bundle(write(tmp_path, doc))  # whether 'ci' exists is checked at plan time
     assert isinstance(bundle, Bundle) and "ci" in bundle.teams[0].suites[0].criteria
+
+
+def test_a_repeat_plan_defaults_to_ten_replays_and_a_budget_of_sixty() -> None:
+    from pydantic import ValidationError
+
+    from assay.core.bundle_models import RepeatPlan
+
+    assert RepeatPlan().model_dump() == {"count": 10, "budget": 60}
+    assert RepeatPlan(count=3, budget=None).budget is None  # no escalation
+    with pytest.raises(ValidationError, match=r"budget \(60\) must be at least count \(80\)"):
+        RepeatPlan(count=80)

@@ -60,18 +60,19 @@ def ls_json(*args: str, home: Path) -> dict:
 
 def test_ls_alone_counts_each_kind_and_draws_the_team_suite_tree(home: Path) -> None:
     out = assay("ls", home=home).stdout
-    assert out.startswith("2 team(s), 3 suite(s), 8 case(s), 24 assertion(s) (24 version(s)), 9 criteria, 3\n"
-                          "consumer(s)\n"), out
-    for name in ("acme-plumbing", "main-line", "chat-line", "northside-hvac", "recorded-calls"):
+    assert out.startswith("2 team(s), 4 suite(s), 9 case(s), 26 assertion(s) (26 version(s)), 12 criteria, \n"
+                          "3 consumer(s)\n"), out
+    for name in ("acme-plumbing", "main-line", "chat-line", "chat-repeats", "northside-hvac", "recorded-calls"):
         assert name in out
     assert "consumers: blueprint_ci, nightly_sweep, publish_gate" in out
     doc = ls_json(home=home)
-    assert doc["kind"] == "overview" and doc["counts"]["suites"] == 3
-    assert [[s["key"] for s in t["suites"]] for t in doc["teams"]] == [["chat-line", "main-line"], ["recorded-calls"]]
+    assert doc["kind"] == "overview" and doc["counts"]["suites"] == 4
+    assert [[s["key"] for s in t["suites"]] for t in doc["teams"]] == [["chat-line", "chat-repeats", "main-line"],
+                                                                       ["recorded-calls"]]
 
 
 def test_ls_lists_every_kind_with_versions(home: Path) -> None:
-    sizes = {"teams": 2, "suites": 3, "cases": 8, "assertions": 24, "criteria": 9, "consumers": 3}
+    sizes = {"teams": 2, "suites": 4, "cases": 9, "assertions": 26, "criteria": 12, "consumers": 3}
     for kind, size in sizes.items():
         assert len(ls_json(kind, home=home)[kind]) == size, kind
     assertions = {(a["team"], a["of"], a["key"]): a for a in ls_json("assertions", home=home)["assertions"]}
@@ -106,7 +107,8 @@ def test_ls_narrows_to_a_team_or_a_suite(home: Path) -> None:
      "known kinds: teams, suites, cases, assertions, criteria, consumers"),
     (("ls", "--team", "acme"), "no team 'acme'; did you mean acme-plumbing?", "known teams: acme-plumbing, northside-hvac"),
     (("ls", "cases", "--suite", "main-lin"), "no suite 'main-lin'; did you mean acme-plumbing/main-line?",
-     "known suites: acme-plumbing/chat-line, acme-plumbing/main-line, northside-hvac/recorded-calls"),
+     "known suites: acme-plumbing/chat-line, acme-plumbing/chat-repeats, acme-plumbing/main-line, "
+     "northside-hvac/recorded-calls"),
     (("rescore", "acme-plumbing/main-lin", "--consumer", "publish_gate"),
      "no suite 'acme-plumbing/main-lin'; did you mean acme-plumbing/main-line?", "known suites: "),
     (("rescore", "acme-plumbing/main-line", "--consumer", "ci-gate"),

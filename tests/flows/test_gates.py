@@ -48,7 +48,7 @@ def test_run_gated_on_a_passing_consumer_exits_0_and_prints_every_verdict(demo: 
 def test_run_gated_on_an_erroring_consumer_exits_82_and_its_json_carries_the_verdicts(demo: dict) -> None:
     assert demo["recorded"].returncode == 82, demo["recorded"].stderr
     doc = json.loads(demo["recorded"].stdout)
-    assert (doc["schema"], doc["revision"]) == ("assay.run", 2)
+    assert (doc["schema"], doc["revision"]) == ("assay.run", 3)
     assert doc["run"]["status"] == "completed"
     verdicts = {v["consumer"]: v["verdict"] for v in doc["verdicts"]}
     assert verdicts == dict.fromkeys(CONSUMERS, "error")

@@ -17,7 +17,8 @@ from assay.storage.catalog.runs import list_runs
 from assay.storage.lake import FileFilter
 
 TAGGED = ["acme-plumbing/main-line", "northside-hvac/recorded-calls"]
-"""The demo's suites tagged ``nightly``; ``acme-plumbing/chat-line`` carries no tag."""
+"""The demo's suites tagged ``nightly``; ``acme-plumbing/chat-line`` and ``chat-repeats`` carry no tag."""
+UNTAGGED = ["acme-plumbing/chat-line", "acme-plumbing/chat-repeats"]
 
 
 def _retagged(bundle: Path, name: str, tags: dict[str, list[str]]) -> Path:
@@ -51,7 +52,7 @@ def _suites(home: Path) -> dict[str, list[str]]:
 
 def test_tags_load_and_show_in_ls(cli_home: tuple[Path, Path]) -> None:
     home, _ = cli_home
-    assert _suites(home) == {TAGGED[0]: ["nightly"], TAGGED[1]: ["nightly"], "acme-plumbing/chat-line": []}
+    assert _suites(home) == {TAGGED[0]: ["nightly"], TAGGED[1]: ["nightly"], **{u: [] for u in UNTAGGED}}
     text = assay("ls", "suites", home=home, columns=80).stdout
     assert all(len(line) <= 80 for line in text.splitlines()) and "tags" in text.splitlines()[2], text
     assert text.count("nightly") >= 2 + 2, text  # two suites tagged, besides the consumer nightly_sweep twice
@@ -66,7 +67,7 @@ def test_a_tag_only_change_plans_as_nothing_to_redo_and_loads_in_place(
     changed = _retagged(bundle, "retagged.yaml", {TAGGED[0]: ["weekly", "nightly"], TAGGED[1]: []})
     plan = json.loads(assay("plan", str(changed), "--json", home=home).stdout)
     assert plan["changes"] == [f"~ suite {TAGGED[0]} (tags)", f"~ suite {TAGGED[1]} (tags)"]
-    every = [*TAGGED, "acme-plumbing/chat-line"]
+    every = [*TAGGED, *UNTAGGED]
     assert {s["suite"]: s["tier"] for s in plan["suites"]} == dict.fromkeys(every, "none")
     in_place = {s["suite"]: s["in_place"] for s in plan["suites"]}
     assert in_place[TAGGED[0]] == [f"~ suite {TAGGED[0]} (tags)"] and in_place["acme-plumbing/chat-line"] == []

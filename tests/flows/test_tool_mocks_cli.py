@@ -110,3 +110,13 @@ def test_a_changed_mapping_is_a_changed_target_that_needs_a_re_run(ran, tmp_path
     plan = assay("plan", str(_bundle(tmp_path, changed)), home=home).stdout
     assert "~ suite acme/chat (target)" in plan and "acme/chat: re-run" in plan
     assert "nothing changes" in assay("plan", str(_bundle(tmp_path)), home=home).stdout
+
+
+def test_a_runner_that_cannot_serve_tool_mocks_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assay("init", home=home)
+    assay("load", str(_bundle(tmp_path)), home=home)
+    for runner in ("hamming", "vapi_evals"):
+        proc = assay("run", "acme/chat", "--runner", runner, home=home, check=1)
+        assert f"runner {runner!r} cannot serve them" in proc.stderr and "--runner vapi_chat" in proc.stderr
+    assert json.loads(assay("runs", "list", "--json", home=home).stdout)["runs"] == []

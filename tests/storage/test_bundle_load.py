@@ -460,11 +460,13 @@ def test_versions_are_unique(engine: sa.Engine, folder: Path, table: str, key: t
 
 def _check_demo(engine: sa.Engine, path: Path) -> None:
     summary = load_bundle(engine, path)
-    created = {"teams": 2, "consumers": 3, "cases": 8, "suites": 3, "assertions": 24, "criteria": 9}
+    created = {"teams": 2, "consumers": 3, "cases": 9, "suites": 4, "assertions": 26, "criteria": 12}
     assert counts(summary, "created") == created
     assert not load_bundle(engine, path).changed
     suites = {r.suite_key: r.target_kind for r in rows(engine, t.suites, "suite_key")}
-    assert suites == {"main-line": "config", "chat-line": "config", "recorded-calls": "call_set"}
+    assert suites == {"main-line": "config", "chat-line": "config", "chat-repeats": "config", "recorded-calls": "call_set"}
+    plans = {r.suite_key: r.repeat for r in rows(engine, t.suites, "suite_key")}
+    assert plans["chat-repeats"] == {"count": 10, "budget": 30} and plans["main-line"] is None
     recipes = {(r.team_id, r.case_key): r.source_recipe_id for r in rows(engine, t.cases, "case_key")}
     assert recipes[("northside-hvac", "water-heater-outside-area")] == "water-heater-outside-area"
 

@@ -25,7 +25,7 @@ def test_each_kind_lists_what_the_demo_bundle_loaded(demo: sa.Engine) -> None:
         everything = listing.Scope.resolve(conn, None, None)
         assert tuple(listing.READERS) == KINDS  # `assay ls KIND` has a reader for each kind
         sizes = {kind: len(read(conn, everything)) for kind, read in listing.READERS.items()}
-        assert sizes == {"teams": 2, "suites": 3, "cases": 8, "assertions": 24, "criteria": 9, "consumers": 3}
+        assert sizes == {"teams": 2, "suites": 4, "cases": 9, "assertions": 26, "criteria": 12, "consumers": 3}
         one = listing.Scope.resolve(conn, None, "acme-plumbing/main-line")
         assert {a["of"] for a in listing.assertions(conn, one)} == {"main-line"}
         assert [s["suite"] for s in listing.suites(conn, listing.Scope.resolve(conn, "northside-hvac", None))] == [
@@ -37,7 +37,7 @@ def test_unknown_names_say_the_nearest_and_the_known(demo: sa.Engine) -> None:
     with demo.connect() as conn:
         with pytest.raises(NotFoundError) as suite:
             find_suite(conn, "main-lin")
-        assert suite.value.nearest == ["acme-plumbing/main-line"] and len(suite.value.known) == 3
+        assert suite.value.nearest == ["acme-plumbing/main-line"] and len(suite.value.known) == 4
         with pytest.raises(NotFoundError) as team:
             listing.Scope.resolve(conn, "acme", None)
         assert team.value.nearest == ["acme-plumbing"]

@@ -63,8 +63,8 @@ def test_suites_stored_before_tags_have_none(catalog_url: str) -> None:
                 "INSERT INTO suites (suite_id, team_id, suite_key, name, target_kind, target, target_hash, created_at, "
                 "updated_at) VALUES ('s1', 't', 'main', 'Main', 'config', '{}', 'h', :now, :now)"), {"now": now})
         migrate(engine)
-        assert current_revision(engine) == HEAD == "0007"
-        with engine.connect() as conn:
-            assert conn.execute(sa.select(suites.c.suite_id, suites.c.tags)).all() == [("s1", [])]
+        assert current_revision(engine) == HEAD == "0008"
+        with engine.connect() as conn:  # no tags, and no repeat plan: each case runs once
+            assert conn.execute(sa.select(suites.c.suite_id, suites.c.tags, suites.c.repeat)).all() == [("s1", [], None)]
     finally:
         engine.dispose()

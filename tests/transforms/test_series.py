@@ -7,7 +7,7 @@ import pytest
 
 from assay.core.criteria import PassRate
 from assay.transforms.series import Decision, decide, replays_to_decide
-from assay.transforms.stats import wilson_lower, wilson_upper
+from assay.transforms.stats import wilson_lower
 
 T, F, E = True, False, None
 RULE = PassRate(min=0.9)  # the default sequential test: healthy 0.95, regressed 0.80, alpha 0.05, beta 0.10
