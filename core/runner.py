@@ -270,14 +270,15 @@ def drive(
     owner: str,
     ttl_seconds: float,
     on_report: Callable[[Receipt], None] | None = None,
-    more: Callable[[], RunJob | None] | None = None,
+    more: Callable[[Heartbeat], RunJob | None] | None = None,
 ) -> DriveResult:
     """Claim the run, execute it, report every batch, tear down its scratch objects, release.
     The one life cycle every sync runner follows.
 
     ``more`` (escalation) is asked, under the same lease, after each execution: it returns a further job of
     the same run (more replays of the cases the evidence has not decided yet) or None when there is nothing
-    more to run. Every round's reports land in the one run before it is released.
+    more to run. It gets the heartbeat, to renew the lease while it works (it judges what arrived). Every
+    round's reports land in the one run before it is released.
 
     A runner failure that is ours to name (an :class:`AssayError`) releases the run with that error; any
     other exception releases it with the error too and is re-raised, so nothing hangs on a lease. A
@@ -312,7 +313,7 @@ def drive(
                 if on_report:
                     on_report(receipt)
             heartbeat()
-            todo = more() if more is not None else None
+            todo = more(context) if more is not None else None
     except AssayError as exc:
         result.error = str(exc)
         log.error("run %s: runner %s failed: %s", job.run_id, runner.name, exc)

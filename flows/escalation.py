@@ -15,10 +15,11 @@ there are, never how they are judged.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from assay.core.criteria import CriteriaSpec
-from assay.core.runner import CaseSpec, RunJob
+from assay.core.runner import CaseSpec, Heartbeat, RunJob
 from assay.storage.catalog.assertions import stamped_criteria
 from assay.storage.catalog.runs import RunRow, replay_ref
 from assay.transforms.repeats import escalation_needs
@@ -28,7 +29,24 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 
-def escalation(ws: Workspace, run: RunRow, job: RunJob) -> Callable[[], RunJob | None] | None:
+RENEW_SECONDS = 10.0
+"""While a round is judged, the lease is renewed at most this often (each renewal is a catalog write)."""
+
+
+def _every(seconds: float, beat: Heartbeat) -> Callable[[int, int, str], None]:
+    """A judging progress callback that calls ``beat`` at most once every ``seconds``."""
+    last = time.monotonic()
+
+    def heard(done: int, total: int, unit: str) -> None:
+        nonlocal last
+        if time.monotonic() - last >= seconds:
+            last = time.monotonic()
+            beat()
+
+    return heard
+
+
+def escalation(ws: Workspace, run: RunRow, job: RunJob) -> Callable[[Heartbeat], RunJob | None] | None:
     """The ``more`` of :func:`assay.core.runner.drive` for ``run``: None when it has no budget, or no
     consumer's criteria asks for a per-case pass rate (there is then nothing to decide)."""
     if run.budget is None or run.budget <= run.repeat:
@@ -44,11 +62,13 @@ def escalation(ws: Workspace, run: RunRow, job: RunJob) -> Callable[[], RunJob |
     replays = {c.case_key: run.repeat for c in job.cases}
     first = {c.case_key: c for c in job.cases}
 
-    def more() -> RunJob | None:
+    def more(heartbeat: Heartbeat) -> RunJob | None:
         from .judging import judge_runs
         from .rescoring import current_atoms, replay_order
 
-        judge_runs(ws, [run.run_id], trigger="run")
+        # judging a round may take a while (our judge answers the rubrics): the lease is renewed as it goes
+        judge_runs(ws, [run.run_id], trigger="run", progress=_every(RENEW_SECONDS, heartbeat))
+        heartbeat()
         atoms, order = current_atoms(ws, [run.run_id]).collect().lazy(), replay_order(ws, [run.run_id])
         needs: dict[str, int] = {}
         for spec in specs:
