@@ -90,7 +90,8 @@ def store(engine: sa.Engine, rows: Sequence[Mapping[str, Any]]) -> None:
             "rationale": r["rationale"], "tokens_in": r.get("tokens_in") or 0, "tokens_out": r.get("tokens_out") or 0,
             "cost_usd": r.get("cost_usd"), "created_at": now,
         })
-    values = list({v["cache_key"]: v for v in values}.values())
+    # one row per key, in key order: concurrent judges caching overlapping keys take their locks in one order
+    values = sorted({v["cache_key"]: v for v in values}.values(), key=lambda v: v["cache_key"])
     with engine.begin() as conn:
         conn.execute(insert_ignoring_duplicates(conn, t.judge_cache, ["cache_key"]), values)
 

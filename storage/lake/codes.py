@@ -42,7 +42,9 @@ def record_names(conn: sa.Connection, names: Mapping[int, str]) -> None:
     known = dict(conn.execute(sa.select(t.lake_names.c.code, t.lake_names.c.name)
                               .where(t.lake_names.c.code.in_(list(names)))).all())
     clash = [(code, name, known[code]) for code, name in names.items() if code in known and known[code] != name]
-    new = [{"code": c, "name": n} for c, n in names.items() if c not in known]
+    # in code order: two writers recording overlapping new names lock their index entries in the same order,
+    # so on PostgreSQL neither waits on the other's second row while holding its first (a deadlock)
+    new = [{"code": c, "name": n} for c, n in sorted(names.items()) if c not in known]
     if new:  # another writer may record the same new name meanwhile; a clash between them is checked after
         conn.execute(insert_ignoring_duplicates(conn, t.lake_names, ["code"]), new)
         raced = dict(conn.execute(sa.select(t.lake_names.c.code, t.lake_names.c.name)
