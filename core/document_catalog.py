@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from .criteria import CriteriaSpec
 from .document_runs import Body
 from .document_templates import TemplatePlan
@@ -20,6 +22,39 @@ class InitDoc(Body):
     """The catalog's URL (a password masked)."""
     lake: str
     """The lake's URL (a password masked)."""
+
+
+class SchemaRow(Body):
+    """A machine-readable document this build can produce."""
+
+    schema_id: str = Field(alias="schema")
+    """The document's schema id (``assay.run``); its JSON Schema is ``docs/schemas/<schema id>.json``."""
+    revision: int
+    """The revision this build writes: it grows when the shape changes."""
+    stability: str
+    """experimental, stable or deprecated."""
+
+
+class ExitCodeRow(Body):
+    """One exit code of the command line's contract."""
+
+    code: int
+    name: str
+    """PASS, FAILURE, USAGE, FAIL, DRIFT, NO_VERDICT or STALE."""
+    meaning: str
+
+
+class VersionDoc(Body):
+    """``assay version``: this build, the documents it can produce, and its exit codes."""
+
+    version: str
+    """The installed ``assay`` distribution's version."""
+    python: str
+    """The Python running it."""
+    schemas: list[SchemaRow]
+    """Every document this build can produce, by schema id."""
+    exit_codes: list[ExitCodeRow]
+    """The exit codes every command shares; verdict codes from most to least severe: 82, 80, 81, 83, 0."""
 
 
 class LoadCounts(Body):

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, Field, TypeAdapter, create_model
 
 from .document_calls import CallsImportDoc, CallsReviewDoc
-from .document_catalog import LS_BODIES, InitDoc, LoadDoc, PlanDoc
+from .document_catalog import LS_BODIES, InitDoc, LoadDoc, PlanDoc, VersionDoc
 from .document_drill import DiffDoc, ShowDoc
 from .document_legacy import LegacyDoc
 from .document_report import ReportDoc
@@ -53,6 +53,7 @@ BODIES: dict[str, tuple[type[BaseModel], ...]] = {
     "assay.template": (TemplateApplyDoc,), "assay.template.ls": (TemplateLsDoc,), "assay.legacy": (LegacyDoc,),
     "assay.project": (ProjectDoc,), "assay.whatif": (WhatifDoc,), "assay.report": (ReportDoc,),
     "assay.calls.import": (CallsImportDoc,), "assay.calls.review": (CallsReviewDoc,),
+    "assay.version": (VersionDoc,),
 }
 """Schema id -> its body model (several, told apart by their ``kind`` field, when the body varies)."""
 

@@ -30,6 +30,17 @@ class ExitCode(IntEnum):
     """Reserved: the evidence is stale."""
 
 
+MEANING: dict[ExitCode, str] = {
+    ExitCode.PASS: "done; every gated verdict held (or nothing was gated)",
+    ExitCode.FAILURE: "the tool itself failed (a bad bundle, an unknown run, nothing to gate on)",
+    ExitCode.USAGE: "the command line is malformed",
+    ExitCode.FAIL: "a gated verdict is fail: a regression",
+    ExitCode.DRIFT: "drift suspected: an escalation stopped at its budget without a decision",
+    ExitCode.NO_VERDICT: "no verdict possible: the run, the runner or the harness errored",
+    ExitCode.STALE: "stale: the pin or the toolchain no longer applies (only with --strict-stale)",
+}
+"""One line per code, as ``assay version`` prints it."""
+
 SEVERITY: tuple[ExitCode, ...] = (ExitCode.NO_VERDICT, ExitCode.FAIL, ExitCode.DRIFT, ExitCode.STALE, ExitCode.PASS)
 """Verdict codes from most to least severe: combining several, the most severe wins."""
 
@@ -48,4 +59,4 @@ def verdict_code(verdict: str | None) -> ExitCode:
     return VERDICT_CODES[verdict]
 
 
-__all__ = ["SEVERITY", "VERDICT_CODES", "ExitCode", "most_severe", "verdict_code"]
+__all__ = ["MEANING", "SEVERITY", "VERDICT_CODES", "ExitCode", "most_severe", "verdict_code"]

@@ -78,6 +78,28 @@ def _workspace(create: bool = False):
     return open_workspace(create=create)
 
 
+@app.command("version")
+def version_command(as_json: JsonOpt = False) -> None:
+    """Print this build's version, the machine-readable documents it can produce (schema id, revision,
+    stability), and the exit codes every command shares."""
+    import platform
+    from importlib.metadata import version
+
+    from assay.core.documents import DOCUMENTS
+    from assay.core.exit_codes import MEANING
+
+    body = {
+        "version": version("assay"), "python": platform.python_version(),
+        "schemas": [{"schema": sid, "revision": rev, "stability": tier} for sid, (rev, tier) in sorted(DOCUMENTS.items())],
+        "exit_codes": [{"code": int(c), "name": c.name, "meaning": meaning} for c, meaning in MEANING.items()],
+    }
+    if _emit("assay.version", body, as_json):
+        return
+    typer.echo(f"assay {body['version']} (Python {body['python']})")
+    typer.echo("documents (--json): " + ", ".join(f"{r['schema']} r{r['revision']}" for r in body["schemas"]))
+    typer.echo("exit codes: " + "; ".join(f"{r['code']} {r['name']}" for r in body["exit_codes"]))
+
+
 @app.command()
 def init(as_json: JsonOpt = False) -> None:
     """Create ASSAY_HOME: the catalog (migrated to the newest schema) and the lake. On an existing

@@ -68,7 +68,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         "reap": doc("reap"), "collect": doc("collect"), "lake migrate": doc("lake", "migrate"),
         "lake compact": doc("lake", "compact"), "lake vacuum": doc("lake", "vacuum"),
         "ls": doc("ls"), "show": doc("show", case_run), "diff": doc("diff", run_id, run_id),
-        "template ls": doc("template", "ls"),
+        "template ls": doc("template", "ls"), "version": doc("version"),
     }
     for kind in ("teams", "suites", "cases", "assertions", "criteria", "consumers"):
         docs[f"ls {kind}"] = doc("ls", kind)
@@ -78,7 +78,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 @pytest.mark.parametrize("command", [
     "init", "load", "run", "verdicts", "runs list", "runs show", "judge", "rejudge", "rescore", "plan", "reap",
     "collect", "lake migrate", "lake compact", "lake vacuum", "ls", "ls teams", "ls suites", "ls cases",
-    "ls assertions", "ls criteria", "ls consumers", "show", "diff", "template ls",
+    "ls assertions", "ls criteria", "ls consumers", "show", "diff", "template ls", "version",
 ])
 def test_the_real_cli_output_validates(documents: dict[str, dict], command: str) -> None:
     _check(documents[command])
@@ -105,3 +105,12 @@ def test_an_unknown_field_or_a_stale_revision_is_refused(documents: dict[str, di
         validate({**documents["run"], "revision": 1})
     with pytest.raises(ValidationError, match="kind"):
         validate({**documents["ls"], "kind": "widgets"})
+
+
+def test_the_version_document_names_every_schema_this_build_writes_and_the_exit_codes(
+        documents: dict[str, dict]) -> None:
+    doc = documents["version"]
+    assert {r["schema"]: (r["revision"], r["stability"]) for r in doc["schemas"]} == DOCUMENTS
+    assert all((SCHEMAS / f"{r['schema']}.json").exists() for r in doc["schemas"])
+    codes = [r["code"] for r in doc["exit_codes"]]
+    assert codes == [0, 1, 2, 80, 81, 82, 83]
