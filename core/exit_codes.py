@@ -37,7 +37,7 @@ MEANING: dict[ExitCode, str] = {
     ExitCode.FAIL: "a gated verdict is fail: a regression",
     ExitCode.DRIFT: "drift suspected: an escalation stopped at its budget without a decision",
     ExitCode.NO_VERDICT: "no verdict possible: the run, the runner or the harness errored",
-    ExitCode.STALE: "stale: the pin or the toolchain no longer applies (only with --strict-stale)",
+    ExitCode.STALE: "stale: the pin or the toolchain no longer applies (when stale exams are asked to count)",
 }
 """One line per code, as ``assay version`` prints it."""
 

@@ -25,6 +25,10 @@ OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 # Options of other programs that a string mentions on purpose: `assay worker` starts
 # `prefect worker start --pool P --type process`.
 FOREIGN_OPTIONS: set[str] = {"type"}
+# Modules that speak another program's command line: the coding-agent harness's run adapter and its fake take
+# that harness's flags; an exam's workspace is pinned, and its replays' worktrees made, with git's.
+FOREIGN_MODULES = ("fakes/harness", "flows/exam_workspace", "flows/exam_distil", "adapters/runners/worktree",
+                   "adapters/runners/claude_code")
 
 
 def _text(node: ast.AST) -> str | None:
@@ -59,7 +63,8 @@ def command_hints() -> list[tuple[str, str]]:
 
 
 def option_mentions() -> list[tuple[str, str]]:
-    return [(where, m.group(1)) for where, text in _strings() for m in OPTION.finditer(text)]
+    return [(where, m.group(1)) for where, text in _strings() if not where.startswith(FOREIGN_MODULES)
+            for m in OPTION.finditer(text)]
 
 
 def _root():

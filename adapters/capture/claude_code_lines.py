@@ -1,0 +1,241 @@
+"""Reading the lines of Claude Code session files (the main file and its subagents') into a draft.
+
+One :class:`TranscriptReader` reads every file of a session, main file first. It folds streamed lines of
+one model response (same ``message.id`` and ``requestId``) into one turn and one usage, pairs
+``tool_use`` with ``tool_result`` by id through the shared draft, keeps the envelope of the main agent's
+lines (session id, cwd and its changes, version, branch, first and last timestamps, the session resumed
+from) and notes which
+subagent each ``Task`` result names, so subagents can be traced to the call that started them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from assay.core.session import CwdChange, SessionRole, TokenUsage
+
+from .assemble import DraftCall, DraftResult, DraftTurn, SessionDraft
+from .base import json_lines, parse_time
+
+KNOWN_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation",
+                         "attachment", "progress", "turn_end", "ai-title"})
+"""Record types read or deliberately skipped; any other is counted in ``capture.unknown_types``."""
+
+_EXIT_CODE = re.compile(r"^\s*(?:Error:\s*)?Exit code (-?\d+)")
+_CODE_IN_WORDS = re.compile(r"\bcode (-?\d+)\b")
+_AGENT_IN_TEXT = re.compile(r"\bagentId:\s*([A-Za-z0-9_-]+)")
+_SYNTHETIC_MODEL = "<synthetic>"
+
+
+@dataclass
+class Envelope:
+    """What the main agent's lines say about the session itself."""
+
+    session_ids: list[str] = field(default_factory=list)
+    cwd: str | None = None
+    cwd_changes: list[CwdChange] = field(default_factory=list)
+    version: str | None = None
+    git_branch: str | None = None
+    resumed_from: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+
+@dataclass
+class TranscriptReader:
+    """Reads Claude Code lines into a :class:`SessionDraft`, one file after another."""
+
+    draft: SessionDraft = field(default_factory=SessionDraft)
+    envelope: Envelope = field(default_factory=Envelope)
+    responses: dict[tuple[str | None, str, str], DraftTurn] = field(default_factory=dict)
+    usage: dict[str | None, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
+    """Per agent (None: the main session), the last usage seen for each distinct response."""
+    duplicate_lines: int = 0
+    agents_seen: list[str] = field(default_factory=list)
+    agents_named_by_results: dict[str, str] = field(default_factory=dict)
+    """Subagent id -> the call whose result names it."""
+    files: list[str] = field(default_factory=list)
+    structured: dict[str, Any] = field(default_factory=dict)
+    """Call id -> the result's ``toolUseResult`` (Claude Code's structured copy of the output)."""
+    _cwd_now: str | None = None
+
+    def read_file(self, path: Path, agent_id: str | None = None) -> None:
+        """Read one file; ``agent_id`` is the subagent it belongs to when its lines do not say."""
+        self.files.append(str(path))
+        for number, record in json_lines(path):
+            self.draft.lines += 1
+            if record is None:
+                self.draft.bad_lines.append(f"{path}:{number}")
+                continue
+            self._line(record, agent_id)
+
+    def tokens(self, agent_id: str | None) -> TokenUsage:
+        """The tokens of one agent's distinct responses (the main session's for None)."""
+        total = TokenUsage()
+        for usage in self.usage.get(agent_id, {}).values():
+            total = total + TokenUsage(
+                input=_int(usage.get("input_tokens")), output=_int(usage.get("output_tokens")),
+                cache_creation=_int(usage.get("cache_creation_input_tokens")),
+                cache_read=_int(usage.get("cache_read_input_tokens")), responses=1)
+        return total
+
+    def _line(self, record: dict[str, Any], file_agent: str | None) -> None:
+        kind = record.get("type")
+        if kind not in KNOWN_TYPES:
+            self.draft.unknown_types[str(kind) if kind is not None else "(no type)"] += 1
+            return
+        agent_id = _agent_of(record, file_agent)
+        if agent_id is not None and agent_id not in self.agents_seen:
+            self.agents_seen.append(agent_id)
+        at = parse_time(record.get("timestamp"))
+        if agent_id is None:
+            self._times(at)
+            self._envelope(record)
+        if kind == "assistant":
+            self._assistant(record, agent_id, at)
+        elif kind == "user":
+            self._user(record, agent_id, at)
+
+    def _times(self, at: datetime | None) -> None:
+        if at is None:
+            return
+        env = self.envelope
+        env.started_at = at if env.started_at is None or at < env.started_at else env.started_at
+        env.ended_at = at if env.ended_at is None or at > env.ended_at else env.ended_at
+
+    def _envelope(self, record: dict[str, Any]) -> None:
+        env = self.envelope
+        if isinstance(record.get("sessionId"), str):
+            env.session_ids.append(record["sessionId"])
+        if isinstance(record.get("session_id"), str) and env.resumed_from is None:
+            env.resumed_from = record["session_id"]
+        if env.version is None and isinstance(record.get("version"), str):
+            env.version = record["version"]
+        if env.git_branch is None and isinstance(record.get("gitBranch"), str) and record["gitBranch"]:
+            env.git_branch = record["gitBranch"]
+        cwd = record.get("cwd")
+        if not isinstance(cwd, str) or not cwd:
+            return
+        if env.cwd is None:
+            env.cwd = cwd
+        elif cwd != self._cwd_now:
+            env.cwd_changes.append(CwdChange(turn=len(self.draft.turns), cwd=cwd))
+        self._cwd_now = cwd
+
+    def _assistant(self, record: dict[str, Any], agent_id: str | None, at: datetime | None) -> None:
+        message = record.get("message") if isinstance(record.get("message"), dict) else {}
+        message_id = message.get("id") if isinstance(message.get("id"), str) else record.get("uuid", "")
+        key = (agent_id, str(message_id), str(record.get("requestId") or ""))
+        turn = self.responses.get(key)
+        if turn is None:
+            turn = self.draft.add_turn("assistant", "", at, agent_id)
+            self.responses[key] = turn
+            model = message.get("model")
+            if isinstance(model, str) and model and model != _SYNTHETIC_MODEL:
+                self.draft.model_response(model, main=agent_id is None)
+        else:
+            self.duplicate_lines += 1
+        if isinstance(message.get("usage"), dict):
+            self.usage.setdefault(agent_id, {})[key[1:]] = message["usage"]
+        cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else self._cwd_now
+        for block in _blocks(message.get("content")):
+            if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
+                if block["text"] not in turn.texts:
+                    turn.texts.append(block["text"])
+            elif block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                call_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+                self.draft.add_call(turn, DraftCall(
+                    call_id=block["id"], name=str(block.get("name", "")), input=call_input,
+                    turn=turn.index, agent_id=agent_id, called_at=at, cwd=cwd))
+
+    def _user(self, record: dict[str, Any], agent_id: str | None, at: datetime | None) -> None:
+        message = record.get("message") if isinstance(record.get("message"), dict) else {}
+        content = message.get("content")
+        role: SessionRole = "system" if record.get("isMeta") else "user"
+        if isinstance(content, str):
+            self.draft.add_turn(role, content, at, agent_id)
+            return
+        turn = self.draft.add_turn(role, "", at, agent_id)
+        for block in _blocks(content):
+            if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
+                turn.texts.append(block["text"])
+            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                call_id = block["tool_use_id"]
+                turn.call_ids.append(call_id)
+                self._result(call_id, block, record.get("toolUseResult"), at)
+
+    def _result(self, call_id: str, block: dict[str, Any], structured: Any, at: datetime | None) -> None:
+        output = _text_of(block.get("content"))
+        is_error = block.get("is_error") is True
+        if call_id not in self.draft.results:
+            self.structured[call_id] = structured
+        self.draft.add_result(call_id, DraftResult(output=output, is_error=is_error, at=at))
+        named = structured.get("agentId") if isinstance(structured, dict) else None
+        found = _AGENT_IN_TEXT.search(output)
+        agent = named if isinstance(named, str) and named else (found.group(1) if found else None)
+        if agent and agent not in self.agents_named_by_results:
+            self.agents_named_by_results[agent] = call_id
+
+    def settle_exit_codes(self, shell_tool: str) -> None:
+        """Give each paired call of ``shell_tool`` its exit status (once every file is read: results may come
+        before their calls)."""
+        for call_id, result in self.draft.results.items():
+            call = self.draft.calls.get(call_id)
+            if call is not None and call.name == shell_tool:
+                result.exit_code = _exit_code(result.output, result.is_error, self.structured.get(call_id))
+
+
+def _agent_of(record: dict[str, Any], file_agent: str | None) -> str | None:
+    """The subagent a line belongs to: its own ``agentId`` on a sidechain line, else the file's."""
+    if record.get("isSidechain") is True:
+        agent = record.get("agentId")
+        return agent if isinstance(agent, str) and agent else (file_agent or "sidechain")
+    return file_agent
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _text_of(content: Any) -> str:
+    """A tool result as the text the agent saw: a string as is, a list's text parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b.get("text", "") if isinstance(b, dict) else str(b) for b in content]
+        return "\n".join(p for p in parts if p)
+    return ""
+
+
+def _exit_code(output: str, is_error: bool, structured: Any) -> int | None:
+    """A Bash call's exit status as far as the transcript records it.
+
+    An error result starts "Exit code N" (or the structured result does, "Error: Exit code N"); otherwise it
+    is unknown. A success is 0, unless the command was interrupted (unknown) or Claude Code interpreted a
+    non-zero status as no error (``returnCodeInterpretation``, e.g. grep's "No matches found"): then the
+    status is the number it names, or unknown.
+    """
+    if is_error:
+        for text in (output, structured if isinstance(structured, str) else ""):
+            found = _EXIT_CODE.match(text)
+            if found:
+                return int(found.group(1))
+        return None
+    if isinstance(structured, dict):
+        if structured.get("interrupted") is True:
+            return None
+        interpretation = structured.get("returnCodeInterpretation")
+        if isinstance(interpretation, str) and interpretation:
+            found = _CODE_IN_WORDS.search(interpretation)
+            return int(found.group(1)) if found else None
+    return 0
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,0 +1,121 @@
+"""The bodies of the documents about coding-agent exams: ``assay.sessions``, ``assay.bless``, ``assay.distil``
+and ``assay.review``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .document_runs import Body
+
+
+class SessionRow(Body):
+    """A coding-agent session found on this machine."""
+
+    session_id: str
+    harness: str
+    """The capture adapter that reads it."""
+    path: str
+    """Its transcript file."""
+    cwd: str | None
+    """The working directory it started in."""
+    started_at: str | None
+    ended_at: str | None
+    first_prompt: str | None
+    """The first thing the person asked, on one line."""
+    blessed: bool
+    """Kept as a standard (``assay bless``)."""
+
+
+class SessionsDoc(Body):
+    """``assay sessions``: the sessions of a repository, newest first."""
+
+    repo: str
+    """The repository they ran in (the directory or one inside it)."""
+    sessions: list[SessionRow]
+
+
+class SessionSummary(Body):
+    """What a session did, counted."""
+
+    turns: int
+    tool_calls: int
+    tools: list[str]
+    """Tool names used, in order of first use."""
+    files_read: int
+    files_written: list[str]
+    commands: int
+    test_runs: int
+    tokens: int
+    """Input, output and cache tokens over its distinct responses (subagents not included)."""
+    cost_usd: float | None
+    """What the harness reported it cost; None when its transcripts carry no cost."""
+    wall_seconds: float | None
+    subagents: int
+    unknown_types: dict[str, int]
+    """Record types the reader did not know, counted (never fatal)."""
+    unmatched_calls: int
+    """Tool calls that never got a result."""
+
+
+class BlessDoc(Body):
+    """``assay bless``: a finished session kept as the standard."""
+
+    session_id: str
+    harness: str
+    harness_version: str | None
+    model: str | None
+    transcript: str
+    """The transcript file it was read from."""
+    blessed: str
+    """Where the workspace keeps it."""
+    created: bool
+    """False when it was blessed already (nothing written)."""
+    summary: SessionSummary
+
+
+class DistilledAssertion(Body):
+    """A suggested assertion of an exam."""
+
+    key: str
+    tier: Literal["outcome", "trajectory", "profile", "judged"]
+    check: str
+    status: Literal["draft", "accepted"]
+    evidence: list[str]
+    """What it was drawn from: call ids, commands and exit codes, turns."""
+
+
+class DistilDoc(Body):
+    """``assay distil``: an exam directory written from a blessed session."""
+
+    session_id: str
+    exam: str
+    """The exam's slug."""
+    path: str
+    """The exam directory, to commit with the code."""
+    files: list[str]
+    """The files written there."""
+    commit: str
+    """The workspace pin."""
+    patch: bool
+    """Whether a ``workspace.patch`` carries uncommitted state the session started from."""
+    fingerprint: str
+    """The environment fingerprint the exam was distilled under."""
+    tools: list[str]
+    """The tool allowlist: the tools the session used."""
+    assertions: list[DistilledAssertion]
+    """Every suggestion, each a draft until reviewed (``assay review``)."""
+
+
+class ReviewDoc(Body):
+    """``assay review``: drafts accepted or deleted; what is still a draft."""
+
+    exam: str
+    path: str
+    accepted: list[str]
+    """Keys accepted by this command."""
+    deleted: list[str]
+    """Keys deleted by this command."""
+    drafts: list[DistilledAssertion]
+    """Still drafts: an exam with drafts does not run."""
+    reviewed: list[DistilledAssertion]
+    """Accepted, in the file's order."""

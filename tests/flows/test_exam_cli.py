@@ -1,0 +1,91 @@
+"""bless -> distil -> review at the command line, on a session the fake harness really ran: its transcript is
+found among the repository's sessions, blessed, distilled into an exam directory in the repository, and its
+suggested assertions reviewed until none is a draft."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_cli import assay
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+from test_fake_harness import ALLOWED, ASK, STREAM, claude, make_repo  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def worked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], str]:
+    """A repository the fake harness fixed the bug in, with uncommitted work of the person's own from before:
+    (repo, the environment the `assay` commands see, the session's id)."""
+    root = tmp_path_factory.mktemp("exam-cli")
+    repo = make_repo(root / "acme-shop")
+    (repo / "NOTES.md").write_text("pricing: ask finance about half cents\n")  # the person's own, never committed
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m assay.fakes.harness "$@"\n')
+    (bin_dir / "claude").chmod(0o755)
+    done = claude(repo, bin_dir, root / "home", *STREAM, *ALLOWED)
+    assert done.returncode == 0, done.stderr
+    session_id = done.result["session_id"]
+    return repo, {"HOME": str(root / "home")}, session_id
+
+
+def _json(home: Path, env: dict[str, str], *args: str) -> dict:
+    return json.loads(assay(*args, "--json", home=home, extra_env=env).stdout)
+
+
+def test_a_session_is_found_blessed_distilled_and_reviewed(worked, tmp_path: Path) -> None:
+    repo, env, session_id = worked
+    home = tmp_path / "assay-home"
+    found = _json(home, env, "sessions", "--repo", str(repo))["sessions"]
+    assert [(s["session_id"], s["harness"], s["blessed"]) for s in found] == [(session_id, "claude-code", False)]
+    assert found[0]["first_prompt"] == ASK
+
+    blessed = _json(home, env, "bless", session_id[:8], "--repo", str(repo))
+    assert blessed["created"] is True and blessed["session_id"] == session_id
+    assert blessed["summary"]["files_written"] == [str(repo.resolve() / "pricing.py")]  # as the agent named it
+    assert blessed["summary"]["test_runs"] == 2
+    assert _json(home, env, "bless", session_id[:8], "--repo", str(repo))["created"] is False
+    assert _json(home, env, "sessions", "--repo", str(repo))["sessions"][0]["blessed"] is True
+
+    distilled = _json(home, env, "distil", session_id[:8], "--repo", str(repo), "--slug", "half-cent-rounding")
+    exam = Path(distilled["path"])
+    assert exam == repo / ".assay" / "exams" / "half-cent-rounding"
+    assert distilled["files"] == ["assertions.toml", "exam.toml", "instruction.md", "verify.sh", "workspace.patch"]
+    assert distilled["tools"] == ["Bash", "Edit", "Read"] and distilled["patch"] is True
+    assert "NOTES.md" in (exam / "workspace.patch").read_text()  # the person's own state, not the agent's edit
+    assert "pricing.py" not in (exam / "workspace.patch").read_text()
+    assert ASK in (exam / "instruction.md").read_text()
+    keys = [a["key"] for a in distilled["assertions"]]
+    assert all(a["status"] == "draft" and a["evidence"] for a in distilled["assertions"])
+    assert {a["tier"] for a in distilled["assertions"]} == {"outcome", "trajectory", "profile", "judged"}
+    verify = subprocess.run(["bash", str(exam / "verify.sh")], cwd=repo, capture_output=True, text=True,
+                            env={"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin",
+                                 "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert verify.returncode == 0, verify.stdout + verify.stderr  # the work holds in the state the session left
+
+    again = assay("distil", session_id[:8], "--repo", str(repo), "--slug", "half-cent-rounding", home=home,
+                  extra_env=env, check=None)
+    assert again.returncode != 0 and "--force" in again.stderr
+
+    shown = assay("review", "half-cent-rounding", "--repo", str(repo), home=home, extra_env=env)
+    assert f"{len(keys)} draft(s) left" in shown.stdout
+    first, second = keys[0], keys[1]
+    done = _json(home, env, "review", "half-cent-rounding", "--repo", str(repo), "--accept", first, "--delete", second)
+    assert done["accepted"] == [first] and done["deleted"] == [second]
+    assert [a["key"] for a in done["reviewed"]] == [first] and len(done["drafts"]) == len(keys) - 2
+    unknown = assay("review", "half-cent-rounding", "--repo", str(repo), "--accept", "no-such-check", home=home,
+                    extra_env=env, check=None)
+    assert unknown.returncode == 1 and "nothing was written" in unknown.stderr
+    rest = _json(home, env, "review", str(exam), "--accept-all")
+    assert rest["drafts"] == [] and len(rest["reviewed"]) == len(keys) - 1
+
+
+def test_distil_asks_for_a_blessed_session(worked, tmp_path: Path) -> None:
+    repo, env, session_id = worked
+    refused = assay("distil", session_id[:8], "--repo", str(repo), home=tmp_path / "empty", extra_env=env, check=None)
+    assert refused.returncode == 1 and "assay bless" in refused.stderr
