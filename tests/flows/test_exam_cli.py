@@ -17,11 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
 from test_fake_harness import ALLOWED, ASK, STREAM, claude, make_repo  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def worked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], str]:
+@pytest.fixture
+def worked(tmp_path: Path) -> tuple[Path, dict[str, str], str]:
     """A repository the fake harness fixed the bug in, with uncommitted work of the person's own from before:
     (repo, the environment the `assay` commands see, the session's id)."""
-    root = tmp_path_factory.mktemp("exam-cli")
+    root = tmp_path / "machine"
     repo = make_repo(root / "acme-shop")
     (repo / "NOTES.md").write_text("pricing: ask finance about half cents\n")  # the person's own, never committed
     bin_dir = root / "bin"
@@ -89,3 +89,26 @@ def test_distil_asks_for_a_blessed_session(worked, tmp_path: Path) -> None:
     repo, env, session_id = worked
     refused = assay("distil", session_id[:8], "--repo", str(repo), home=tmp_path / "empty", extra_env=env, check=None)
     assert refused.returncode == 1 and "assay bless" in refused.stderr
+
+
+def test_the_readme_exam_walk_through_runs_in_the_repository(worked, tmp_path: Path) -> None:
+    """The README's exam block, typed in the repository as a user would (SESSION: the session's id)."""
+    import os
+    import shlex
+
+    from readme_blocks import expected_exit, sh_block
+
+    repo, extra, session_id = worked
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env.update(extra, ASSAY_HOME=str(tmp_path / "home"), NO_COLOR="1", COLUMNS="120")
+    said = {}
+    for line in sh_block("## Coding-agent exams"):
+        argv = [session_id[:12] if a == "SESSION" else a for a in shlex.split(line.command)]
+        assert argv[0] == "assay", line
+        done = subprocess.run([sys.executable, "-m", "assay.flows.cli", *argv[1:]], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == expected_exit(line), f"{line}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+        said[line.command] = done.stdout
+    assert session_id[:12] in said["assay sessions"]
+    assert (repo / ".assay" / "exams" / "half-cent-rounding" / "exam.toml").is_file()
+    assert "every assertion is reviewed" in said[next(c for c in said if "--accept-all" in c)]
