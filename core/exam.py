@@ -16,7 +16,6 @@ One directory per exam (``.assay/exams/<slug>/``)::
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
@@ -32,6 +31,7 @@ from .bundle_base import Identifier
 from .bundle_input import dotted
 from .errors import BundleError, SchemaVersionError
 from .exam_checks import CHECK_TIERS, CHECKS, Check, Tier, check_params
+from .files import replace_text
 from .toml_write import toml_dumps
 
 __all__ = [
@@ -290,15 +290,7 @@ def _assertions_toml(assertions: tuple[ExamAssertion, ...] | list[ExamAssertion]
 
 def write_assertions(path: Path, assertions: tuple[ExamAssertion, ...] | list[ExamAssertion]) -> None:
     """Write ``assertions.toml`` at ``path`` atomically (a temporary file beside it, then replaced)."""
-    text = _assertions_toml(assertions)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    replace_text(path, _assertions_toml(assertions))
 
 
 def write_exam(path: Path, spec: ExamSpec, instruction: str, assertions: list[ExamAssertion], *,

@@ -12,13 +12,13 @@ remembers its call, so importing the same export again does not draft it again. 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from assay.core.errors import BundleError, CallExportError, NotFoundError
+from assay.core.files import replace_text
 
 SCHEMA = "assay.call-drafts/v1"
 HEADER = ("# Draft regression cases from production calls, written by `assay calls import`. Review them with\n"
@@ -31,19 +31,13 @@ def drafts_path(call_set: Path) -> Path:
     return call_set.with_name(f"{call_set.stem}.drafts.yaml")
 
 
-def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_lines(call_set: Path, lines: list[str], new: list[dict[str, Any]]) -> None:
     """The call set as ``lines`` (kept as they were) followed by ``new``, one JSON object a line."""
-    _replace(call_set, "\n".join([*lines, *(json.dumps(c, ensure_ascii=False) for c in new)]) + "\n")
+    replace_text(call_set, "\n".join([*lines, *(json.dumps(c, ensure_ascii=False) for c in new)]) + "\n")
 
 
 def write_drafts(path: Path, doc: dict[str, Any]) -> None:
-    _replace(path, HEADER + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110))
+    replace_text(path, HEADER + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110))
 
 
 def read_drafts(path: Path, suite: str | None = None, call_set: Path | None = None) -> dict[str, Any]:
@@ -117,7 +111,7 @@ def accept(call_set: Path, key: str, into: Path) -> dict[str, Any]:
                     limits=limits)
     lines = [ln for ln in call_set.read_text(encoding="utf-8").splitlines() if ln.strip()] if call_set.exists() else []
     known = {json.loads(ln)["call_id"] for ln in lines}
-    _replace(into, text)
+    replace_text(into, text)
     if draft["call_id"] not in known:
         write_lines(call_set, lines, [draft["call"]])
     doc["drafts"].remove(draft)

@@ -8,15 +8,14 @@ Plain functions: the command line (``assay bless``, ``assay distil``) wires them
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.core.errors import UsageError
 from assay.core.exam import (PATCH_FILE, ExamEnvironment, ExamRunner, ExamSource, ExamSpec, ExamTools, ExamWorkspace,
                              write_exam)  # fmt: skip
+from assay.core.files import replace_text
 from assay.core.ids import is_identifier
 from assay.core.session import Session
 
@@ -51,14 +50,7 @@ def bless(session: Session, home: Path) -> Path:
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    replace_text(path, text)
     return path
 
 

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
+from assay.core.files import inside
 from assay.core.ids import canonical_json
 from assay.core.session import Session
 
@@ -63,15 +64,7 @@ def repo_relative(path: str, root: Path, cwd: str | None) -> str | None:
             relative = pure.relative_to(base)
         except ValueError:
             continue
-        parts: list[str] = []
-        for part in relative.parts:
-            if part == "..":
-                if not parts:
-                    return None
-                parts.pop()
-            elif part != ".":
-                parts.append(part)
-        return "/".join(parts) or None
+        return inside(relative.as_posix())
     return None
 
 

@@ -11,6 +11,7 @@ subagent each ``Task`` result names, so subagents can be traced to the call that
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -75,13 +76,7 @@ class TranscriptReader:
 
     def tokens(self, agent_id: str | None) -> TokenUsage:
         """The tokens of one agent's distinct responses (the main session's for None)."""
-        total = TokenUsage()
-        for usage in self.usage.get(agent_id, {}).values():
-            total = total + TokenUsage(
-                input=_int(usage.get("input_tokens")), output=_int(usage.get("output_tokens")),
-                cache_creation=_int(usage.get("cache_creation_input_tokens")),
-                cache_read=_int(usage.get("cache_read_input_tokens")), responses=1)
-        return total
+        return sum_usage(self.usage.get(agent_id, {}).values())
 
     def _line(self, record: dict[str, Any], file_agent: str | None) -> None:
         kind = record.get("type")
@@ -142,7 +137,7 @@ class TranscriptReader:
         if isinstance(message.get("usage"), dict):
             self.usage.setdefault(agent_id, {})[key[1:]] = message["usage"]
         cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else self._cwd_now
-        for block in _blocks(message.get("content")):
+        for block in blocks(message.get("content")):
             if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
                 if block["text"] not in turn.texts:
                     turn.texts.append(block["text"])
@@ -160,7 +155,7 @@ class TranscriptReader:
             self.draft.add_turn(role, content, at, agent_id)
             return
         turn = self.draft.add_turn(role, "", at, agent_id)
-        for block in _blocks(content):
+        for block in blocks(content):
             if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
                 turn.texts.append(block["text"])
             elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
@@ -169,7 +164,7 @@ class TranscriptReader:
                 self._result(call_id, block, record.get("toolUseResult"), at)
 
     def _result(self, call_id: str, block: dict[str, Any], structured: Any, at: datetime | None) -> None:
-        output = _text_of(block.get("content"))
+        output = text_of(block.get("content"))
         is_error = block.get("is_error") is True
         if call_id not in self.draft.results:
             self.structured[call_id] = structured
@@ -186,7 +181,7 @@ class TranscriptReader:
         for call_id, result in self.draft.results.items():
             call = self.draft.calls.get(call_id)
             if call is not None and call.name == shell_tool:
-                result.exit_code = _exit_code(result.output, result.is_error, self.structured.get(call_id))
+                result.exit_code = shell_exit_code(result.output, result.is_error, self.structured.get(call_id))
 
 
 def _agent_of(record: dict[str, Any], file_agent: str | None) -> str | None:
@@ -197,13 +192,13 @@ def _agent_of(record: dict[str, Any], file_agent: str | None) -> str | None:
     return file_agent
 
 
-def _blocks(content: Any) -> list[dict[str, Any]]:
+def blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     """A tool result as the text the agent saw: a string as is, a list's text parts joined."""
     if isinstance(content, str):
         return content
@@ -213,7 +208,7 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _exit_code(output: str, is_error: bool, structured: Any) -> int | None:
+def shell_exit_code(output: str, is_error: bool, structured: Any) -> int | None:
     """A Bash call's exit status as far as the transcript records it.
 
     An error result starts "Exit code N" (or the structured result does, "Error: Exit code N"); otherwise it
@@ -235,6 +230,17 @@ def _exit_code(output: str, is_error: bool, structured: Any) -> int | None:
             found = _CODE_IN_WORDS.search(interpretation)
             return int(found.group(1)) if found else None
     return 0
+
+
+def sum_usage(usages: Iterable[dict[str, Any]]) -> TokenUsage:
+    """Tokens over distinct responses, each given by its Anthropic-style ``usage`` object."""
+    total = TokenUsage()
+    for usage in usages:
+        total = total + TokenUsage(
+            input=_int(usage.get("input_tokens")), output=_int(usage.get("output_tokens")),
+            cache_creation=_int(usage.get("cache_creation_input_tokens")),
+            cache_read=_int(usage.get("cache_read_input_tokens")), responses=1)
+    return total
 
 
 def _int(value: Any) -> int:
