@@ -6,11 +6,12 @@ not write — changes to tracked files, and untracked files as new-file diffs �
 session's own writes are left out (the replay must make them), and so is ``.assay/``, where exams live.
 
 The fingerprint is the sha256 of what a replay's toolchain is made of: the harness and its version, the
-operating system, Python and git, and each lockfile or manifest at the repository root.
+operating system, Python and git, and each lockfile or manifest at the root of the pinned commit.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import platform
@@ -29,7 +30,7 @@ __all__ = ["MANIFESTS", "environment_fingerprint", "git", "repo_relative", "work
 MANIFESTS = ("pyproject.toml", "requirements*.txt", "setup.py", "setup.cfg", "Pipfile.lock", "uv.lock", "poetry.lock",
              "package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "Cargo.toml", "Cargo.lock",
              "go.mod", "go.sum", "Gemfile.lock", "composer.lock")  # fmt: skip
-"""Files at the repository root whose content goes into the environment fingerprint (globs allowed)."""
+"""Files at the root of the pinned commit whose content goes into the environment fingerprint (globs allowed)."""
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _EXCLUDED = ".assay"
@@ -100,10 +101,6 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder + "/")
 
 
-def _sha256(path: Path) -> str:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _tool_version(*command: str) -> str:
     if shutil.which(command[0]) is None:
         return "absent"
@@ -112,10 +109,12 @@ def _tool_version(*command: str) -> str:
     return next((w for w in words if w[:1].isdigit()), "unknown")
 
 
-def environment_fingerprint(repo: Path, harness: str, harness_version: str | None) -> tuple[str, dict[str, str]]:
+def environment_fingerprint(repo: Path, commit: str, harness: str,
+                            harness_version: str | None) -> tuple[str, dict[str, str]]:
     """The environment's fingerprint (``sha256:`` of the canonical JSON of its parts) and the parts, sorted by key:
     harness and its version, os, the ``python3`` and ``git`` on the path, and the sha256 of each manifest at
-    the repository root (:data:`MANIFESTS`)."""
+    the root of the pinned ``commit`` (:data:`MANIFESTS`) — the state a replay starts from, not the working
+    tree, which holds the session's own edits."""
     parts = {
         "harness": harness,
         "harness_version": harness_version or "unknown",
@@ -123,9 +122,10 @@ def environment_fingerprint(repo: Path, harness: str, harness_version: str | Non
         "python": _tool_version("python3", "--version"),
         "git": _tool_version("git", "--version"),
     }
-    for pattern in MANIFESTS:
-        for found in sorted(Path(repo).glob(pattern)):
-            if found.is_file():
-                parts[found.name] = _sha256(found)
+    root = git(repo, "ls-tree", "--name-only", commit).decode().splitlines()
+    for name in sorted(root):
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in MANIFESTS):
+            blob = git(repo, "cat-file", "blob", f"{commit}:{name}", ok=(0, 128))
+            parts[name] = "sha256:" + hashlib.sha256(blob).hexdigest()
     parts = dict(sorted(parts.items()))
     return "sha256:" + hashlib.sha256(canonical_json(parts).encode()).hexdigest(), parts

@@ -275,19 +275,26 @@ def test_review_accepts_deletes_and_refuses_unknown_keys(worked) -> None:
                                                      "verify.sh", "workspace.patch"]  # fmt: skip
 
 
-def test_the_environment_fingerprint_is_deterministic_and_follows_the_lockfiles(tmp_path: Path) -> None:
+def test_the_environment_fingerprint_is_deterministic_and_follows_the_pinned_lockfiles(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     (repo / "requirements-dev.txt").write_text("pytest\n")
-    first = environment_fingerprint(repo, "fake-agent", "2.1.7")
-    assert first == environment_fingerprint(repo, "fake-agent", "2.1.7")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-qm", "dev requirements")
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    first = environment_fingerprint(repo, commit, "fake-agent", "2.1.7")
+    assert first == environment_fingerprint(repo, commit, "fake-agent", "2.1.7")
     fingerprint, parts = first
     assert list(parts) == sorted(parts)
     assert {"harness", "harness_version", "os", "python", "git", "pyproject.toml", "requirements-dev.txt"} == set(parts)
     assert parts["harness_version"] == "2.1.7" and parts["git"][0].isdigit()
-    (repo / "uv.lock").write_text("version = 1\n")
-    changed, more = environment_fingerprint(repo, "fake-agent", "2.1.7")
-    assert changed != fingerprint and "uv.lock" in more
-    assert environment_fingerprint(repo, "fake-agent", "2.1.8")[0] != changed
+    (repo / "uv.lock").write_text("version = 1\n")  # the working tree is not the pin: nothing changes
+    (repo / "pyproject.toml").write_text("[project]\nname = 'edited-by-the-agent'\n")
+    assert environment_fingerprint(repo, commit, "fake-agent", "2.1.7") == first
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-qm", "lock")
+    changed, more = environment_fingerprint(repo, git(repo, "rev-parse", "HEAD").strip(), "fake-agent", "2.1.7")
+    assert changed != fingerprint and "uv.lock" in more and more["pyproject.toml"] != parts["pyproject.toml"]
+    assert environment_fingerprint(repo, commit, "fake-agent", "2.1.8")[0] != fingerprint
     assert tomllib.loads('x = "' + fingerprint + '"')["x"].startswith("sha256:")
 
 
