@@ -1,5 +1,5 @@
-"""The bodies of the documents about coding-agent exams: ``assay.sessions``, ``assay.bless``, ``assay.distil``
-and ``assay.review``."""
+"""The bodies of the documents about coding-agent exams: ``assay.sessions``, ``assay.bless``, ``assay.distil``,
+``assay.review`` and ``assay.export``."""
 
 from __future__ import annotations
 
@@ -119,3 +119,32 @@ class ReviewDoc(Body):
     """Still drafts: an exam with drafts does not run."""
     reviewed: list[DistilledAssertion]
     """Accepted, in the file's order."""
+
+
+class ExportRedaction(Body):
+    """One secret span replaced on the way out (never the secret itself)."""
+
+    file: str
+    """The file written, relative to the export's directory."""
+    line: int
+    """Its line in that file, from 1."""
+    rule: str
+    """The redaction rule that fired (``aws access key id``, ``named value``, ``private key block``, ...)."""
+
+
+class ExportDoc(Body):
+    """``assay export``: an exam directory copied out of the repository with its secrets redacted, as it is or
+    as a Harbor task."""
+
+    exam: str
+    """The exam's slug."""
+    path: str
+    """The directory written: ``<out>/<slug>``."""
+    harbor: bool
+    """Whether it is a Harbor (terminal-bench 2) task directory rather than a copy of the exam directory."""
+    files: list[str]
+    """Every file written, relative to ``path``."""
+    redacted: dict[str, int]
+    """Spans redacted per file (files with none are left out)."""
+    redactions: list[ExportRedaction]
+    """Each span redacted: its file, line and rule."""

@@ -10,8 +10,11 @@ Two kinds of rule, because secrets reach us in two shapes:
   identifiers ``*_key``.
 - **Text.** :data:`TEXT_RULES` find a secret *inside* free text (a transcript, an error, a log line):
   provider keys by their published prefixes, JWTs, ``Authorization``/``Cookie`` headers, ``Bearer``
-  and ``Basic`` credentials, a URL's password, private-key blocks, and ``name=value`` / ``name: value``
-  pairs whose name is a secret key. Only the secret span is replaced, so the sentence stays readable.
+  and ``Basic`` credentials, a URL's password, private-key blocks, ``mysql -p…``, password flags (a
+  ``password``, ``token`` or ``secret`` option followed by its value), "the password is …" in prose, and
+  ``name=value`` / ``name: value`` pairs whose name is a secret key (unless the value is a reference in
+  code, ``os.environ["KEY"]``, ``${TOKEN}``, or a type, ``str``).
+  Only the secret span is replaced, so the sentence stays readable.
 
 The figures (planted, missed, false positives on a look-alike set) are in ``bench/secrets.py`` and
 ``docs/decisions/secret-redaction.md``; the corpus is ``tests/core/secrets_corpus.py``.
@@ -35,7 +38,9 @@ SECRET_WORDS: frozenset[str] = frozenset(
 )  # fmt: skip
 """A key whose last word is one of these is secret (``openai_key``, ``refreshToken``, ``x-vapi-secret``)."""
 
-SECRET_KEYS: frozenset[str] = frozenset({"apikey", "api_key", "connectionstring", "privatekey", "accesskey"})
+SECRET_KEYS: frozenset[str] = frozenset(
+    {"apikey", "api_key", "connectionstring", "privatekey", "accesskey", "pgpassword"}
+)
 """Glued keys that are secret as a whole (compared in lower case, separators removed)."""
 
 IDENTIFIER_PREFIXES: frozenset[str] = frozenset(
@@ -88,10 +93,24 @@ _SCHEMES = frozenset({"bearer", "basic", "digest", "token", "negotiate"})
 """Words after ``Authorization:`` that name the scheme; the credential after them is the secret."""
 
 
+_CODE_REFERENCE = re.compile(
+    r"\$[{(A-Za-z_]"  # a variable or a command's output: ${DB_PASSWORD}, $(cat .token), $TOKEN
+    r"|[A-Za-z_][A-Za-z0-9_.]{2,}[(\[]"  # a call or an index: tokenize(text), os.environ["KEY"], Optional[str]
+    r"|(?:[A-Za-z_]+\.)+[A-Za-z_]+$"  # a dotted name without digits: process.env.STRIPE_KEY, settings.PASSWORD
+)
+"""A value that names where a secret comes from in code, rather than being one."""
+
+_TYPE_NAMES = frozenset({"str", "string", "bytes", "int", "bool", "none", "null", "nil", "undefined", "true", "false"})
+"""Values that are a type annotation or a literal (``password: str``, ``token: string | null``), not a secret."""
+
+
 def _named_value(match: re.Match[str]) -> str:
-    """``name=value`` / ``"name": "value"``: the value goes when the name is a secret key."""
+    """``name=value`` / ``"name": "value"``: the value goes when the name is a secret key, unless it is a
+    reference in code (:data:`_CODE_REFERENCE`) or a type name (:data:`_TYPE_NAMES`)."""
     name, value = match.group("name"), match.group("value")
     if not is_secret_key(name) or value.startswith(REDACTED[:-1]) or len(value) < 3 or value.lower() in _SCHEMES:
+        return match.group(0)
+    if value.lower() in _TYPE_NAMES or _CODE_REFERENCE.match(value):
         return match.group(0)
     return match.group(0)[: match.start("value") - match.start(0)] + REDACTED
 
@@ -121,8 +140,8 @@ TEXT_RULES: tuple[TextRule, ...] = (
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"), REDACTED),
     TextRule("authorization header", ("authorization",), re.compile(
-        r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|digest|token|negotiate)\s+)?)"
-        r"(?!\[redacted\])[^\s\"',;]+"), rf"\1{REDACTED}"),
+        r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"'`]?(?:(?:bearer|basic|digest|token|negotiate)\s+)?)"
+        r"(?!\[redacted\])[^\s\"'`,;]+"), rf"\1{REDACTED}"),
     TextRule("cookie header", ("cookie",), re.compile(
         r"(?i)\b((?:set-)?cookie[\"']?\s*:\s*[\"']?)(?!\[redacted\])[^\r\n\"']+"), rf"\1{REDACTED}"),
     TextRule("bearer", ("bearer",), re.compile(
@@ -144,6 +163,15 @@ TEXT_RULES: tuple[TextRule, ...] = (
         r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), REDACTED),
     TextRule("stripe key", ("sk_", "rk_", "whsec_"), re.compile(
         r"\b(?:sk|rk|whsec)_(?:live|test)_[A-Za-z0-9]{10,}|\bwhsec_[A-Za-z0-9]{20,}"), REDACTED),
+    TextRule("mysql -p password", ("mysql", "mariadb"), re.compile(
+        r"(?i)\b((?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p)([\"']?)"
+        r"(?![$\[]|\[redacted\])[^\s\"']+"), rf"\1\2{REDACTED}"),
+    TextRule("password flag", ("password", "passwd", "token", "secret", "api-key"), re.compile(
+        r"(?i)(?<![\w-])(--(?:[a-z0-9]+-)*(?:password|passwd|token|secret|api-key)\s+[\"']?)"
+        r"(?![$\-]|\[redacted\])[^\s\"']{3,}"), rf"\1{REDACTED}"),
+    TextRule("password in prose", ("passw",), re.compile(
+        r"(?i)\b(passw(?:or)?d\s+(?:is|was)\s+[\"'`]?)(?=[^\s\"'`]*\d)(?!\[redacted\])[^\s\"'`]{6,}"),
+        rf"\1{REDACTED}"),
     TextRule("named value", _NAMED, re.compile(
         r"(?i)(?<![A-Za-z0-9_\-.])(?P<name>[A-Za-z0-9_\-.]*(?:key|token|secret|passw(?:or)?d|pwd|passphrase|cookie"
         r"|authorization|credentials?|auth|dsn))[\"']?\s*(?::(?!//)|=)\s*[\"']?(?P<value>[^\s\"',;&}\]]+)"),

@@ -26,9 +26,10 @@ OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 # `prefect worker start --pool P --type process`.
 FOREIGN_OPTIONS: set[str] = {"type"}
 # Modules that speak another program's command line: the coding-agent harness's run adapter and its fake take
-# that harness's flags; an exam's workspace is pinned, and its replays' worktrees made, with git's.
-FOREIGN_MODULES = ("fakes/harness", "flows/exam_workspace", "flows/exam_distil", "adapters/runners/worktree",
-                   "adapters/runners/claude_code")
+# that harness's flags; an exam's workspace is pinned, and its replays' worktrees made, with git's; an export
+# reads git's diffs and writes a Dockerfile (apt-get, git apply).
+FOREIGN_MODULES = ("fakes/harness", "flows/exam_workspace", "flows/exam_distil", "flows/exam_stale", "adapters/runners/worktree",
+                   "adapters/runners/claude_code", "flows/exam_export", "flows/exam_harbor")
 
 
 def _text(node: ast.AST) -> str | None:
