@@ -7,12 +7,14 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import (cli, collect, exam_redaction, exam_stats, faults, fleet, flows, ingest, judge, judging, lake, leases, scale, secrets,
-               voice_metrics, voice_stats)
+from . import (
+    cli, collect, exam_redaction, exam_stats, faults, fleet, flows, ingest, judge, judging, lake, leases, scale,
+    secrets, voice_metrics, voice_stats,
+)
 from .common import Result, machine
 
-BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, cli, flows, scale, fleet, voice_stats, voice_metrics,
-              exam_stats, exam_redaction]
+BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, cli, flows, scale, fleet, voice_stats,
+              voice_metrics, exam_stats, exam_redaction]
 
 
 def main(argv: list[str] | None = None) -> int:
