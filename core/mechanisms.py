@@ -1,14 +1,16 @@
 """Mechanism names and their validated parameters.
 
 A mechanism is *how* an assertion is checked. Its name says which evidence it reads: ``structural.*``
-reads the compiled artefact, ``transcript.*`` the turns, ``timing.*`` the turns' timings, ``tool.*`` the tool calls, ``vendor.*`` the
-runner's own evaluations, and ``rubric`` is judged by our judge from the transcript. A runner declares
-the mechanisms its evidence supports; an assertion whose mechanism the run's runner does not support
-fails with a reason (it is never skipped).
+reads the compiled artefact, ``transcript.*`` the turns, ``timing.*`` the turns' timings, ``tool.*`` the
+tool calls, ``vendor.*`` the runner's own evaluations, ``exam.*`` a coding-agent replay's artefact (its
+workspace probes and session summary), and ``rubric`` is judged by our judge from the transcript. A
+runner declares the mechanisms its evidence supports; an assertion whose mechanism the run's runner does
+not support fails with a reason (it is never skipped).
 
-This module declares each mechanism (:data:`MECHANISMS`: name -> parameter model); its evaluator is one
-function registered under the same name in ``assay.transforms.mechanisms`` (a test checks that every
-declaration has one, and nothing else is registered).
+This module declares each mechanism (:data:`MECHANISMS`: name -> parameter model; the ``exam.*`` models
+live in :mod:`.exam_params`, the base :class:`Params` in :mod:`.params`); its evaluator is one function
+registered under the same name in ``assay.transforms.mechanisms`` (a test checks that every declaration
+has one, and nothing else is registered).
 """
 
 from __future__ import annotations
@@ -19,8 +21,6 @@ import warnings
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -31,13 +31,10 @@ from pydantic import (
     model_validator,
 )
 
+from .exam_params import (Band, Cap, CommandPasses, ExamMeasure, FileChanged, FileContains, FilesWithin, Profile,
+                          ProfileMeasure, Verify)
 from .ids import IDENTIFIER_RULE, is_identifier
-
-
-class Params(BaseModel):
-    """Base of every mechanism's parameters: unknown fields are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from .params import Params
 
 
 class ClausePresent(Params):
@@ -314,6 +311,14 @@ MECHANISMS: dict[str, type[Params]] = {
     "tool.called": ToolCalled,
     "tool.not_called": ToolCalled,
     "vendor.evaluation": VendorEvaluation,
+    "exam.command_passes": CommandPasses,
+    "exam.verify": Verify,
+    "exam.file_changed": FileChanged,
+    "exam.file_contains": FileContains,
+    "exam.files_within": FilesWithin,
+    "exam.cap": Cap,
+    "exam.band": Band,
+    "exam.profile": Profile,
     "rubric": Rubric,
 }
 """Every mechanism Assay knows, with the model its parameters must satisfy."""
@@ -324,6 +329,7 @@ FAMILY_EVIDENCE: dict[str, str] = {
     "timing": "transcript",
     "tool": "tool_calls",
     "vendor": "evaluations",
+    "exam": "artefact",
     "rubric": "transcript",
 }
 """Which evidence field each mechanism family reads: a runner declaring a mechanism must fill it."""
@@ -347,8 +353,9 @@ def validate_params(mechanism: str, params: dict[str, Any]) -> Params:
 
 
 __all__ = [
-    "FAMILY_EVIDENCE", "MECHANISMS", "REGEX_SYNTAX", "ClausePresent", "Interruptions", "MaxCost", "MaxLatency", "MaxTurns",
-    "Params", "RegexMatch", "ResponseLatency", "Rubric", "Silence", "TalkRatio", "TextMatch", "TimingLatency",
-    "ToolAttached", "ToolCalled", "ValidationError", "VariablesResolve",
-    "VendorEvaluation", "family", "mechanisms_of", "regex_problem", "validate_params",
+    "FAMILY_EVIDENCE", "MECHANISMS", "REGEX_SYNTAX", "Band", "Cap", "ClausePresent", "CommandPasses", "ExamMeasure",
+    "FileChanged", "FileContains", "FilesWithin", "Interruptions", "MaxCost", "MaxLatency", "MaxTurns", "Params",
+    "Profile", "ProfileMeasure", "RegexMatch", "ResponseLatency", "Rubric", "Silence", "TalkRatio", "TextMatch",
+    "TimingLatency", "ToolAttached", "ToolCalled", "ValidationError", "VariablesResolve", "VendorEvaluation", "Verify",
+    "family", "mechanisms_of", "regex_problem", "validate_params",
 ]

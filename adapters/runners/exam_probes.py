@@ -46,6 +46,8 @@ class Probe:
     """The command run, for ``command_passes`` and ``verify``."""
     path: str | None = None
     """The path read, for ``file_changed`` and ``file_contains``."""
+    text: str | None = None
+    """The text looked for, for ``file_contains``."""
     exit_code: int | None = None
     """The command's exit status (None when it did not finish, or for a file probe)."""
     output: str = ""
@@ -80,17 +82,17 @@ def _file_probe(check: str, key: str, raw_path: str, text: str | None, workspace
                 changed: list[ChangedFile]) -> Probe:
     path = _workspace_path(raw_path)
     if path is None:
-        return Probe(check, key, path=raw_path, output="the path leaves the workspace")
+        return Probe(check, key, path=raw_path, text=text, output="the path leaves the workspace")
     if check == "file_changed":
         status = next((c.status for c in changed if c.path == path), None)
         held = status is not None and status != "deleted"
         return Probe(check, key, path=path, output=status or "unchanged", held=held)
     target = workspace / path
     if not target.is_file():
-        return Probe(check, key, path=path, output="no such file", held=False)
+        return Probe(check, key, path=path, text=text, output="no such file", held=False)
     content = target.read_text(encoding="utf-8", errors="replace")
     found = text is not None and text in content
-    return Probe(check, key, path=path, output="found" if found else "not found", held=found)
+    return Probe(check, key, path=path, text=text, output="found" if found else "not found", held=found)
 
 
 def run_probes(exam: Exam, workspace: Path, changed: list[ChangedFile], *, env: Mapping[str, str],

@@ -245,7 +245,8 @@ def test_a_timeout_kills_the_harness_and_what_it_started(project: tuple[Path, st
     pids.mkdir()
     env = {**base_env, "ASSAY_CLAUDE_BIN": str(bin_dir / "claude-with-child"), "PID_DIR": str(pids),
            "ASSAY_FAKE_HARNESS_DELAY": "60"}
-    result = run(exams["fix"], project[0], tmp_path / "wt", env, timeout=6)
+    # the harness never finishes (a minute per response); 12 s is long enough for its init event on a loaded machine
+    result = run(exams["fix"], project[0], tmp_path / "wt", env, timeout=12)
     assert result.outcome.status == "error" and result.outcome.stop_reason == "timeout"
     assert str(result.outcome.error).startswith("timeout")
     assert result.outcome.session is not None and result.outcome.allowlist_held is True  # it got as far as init

@@ -152,7 +152,7 @@ def test_a_patch_named_but_absent_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("check", sorted(CHECK_TIERS))
 def test_each_check_lives_in_exactly_one_tier(check: str) -> None:
-    params = {"command_passes": {"command": "make test"}, "file_changed": {"path": "a.py"},
+    params = {"command_passes": {"command": "make test"}, "verify": {}, "file_changed": {"path": "a.py"},
               "file_contains": {"path": "a.py", "text": "x"}, "files_within": {"allow": ["src/**"]},
               "tool_used": {"tool": "edit"}, "tool_not_used": {"tool": "web"},
               "cap": {"measure": "cost_usd", "max": 1.5}, "band": {"measure": "turns", "k": 3},

@@ -1,5 +1,6 @@
-"""Builders shared by the judging tests: case runs, evaluations and assignments as Polars frames, and
-:func:`judged`, which evaluates with the engine and with the row-wise reference and requires them to agree."""
+"""Builders shared by the judging tests: case runs, evaluations and assignments as Polars frames, replays'
+artefacts, and :func:`judged`, which evaluates with the engine and with the row-wise reference and requires them
+to agree."""
 
 from __future__ import annotations
 
@@ -44,6 +45,60 @@ CONFIG = {
     "variables": {"business": "Acme Plumbing", "hours": "8-5"},
     "tools": [{"name": "check_service_area"}, {"name": "book_appointment", "description": "x"}],
 }
+
+def probe(check: str, held: bool | None, *, command: str | None = None, path: str | None = None,
+          text: str | None = None, exit_code: int | None = None, output: str = "") -> dict[str, Any]:
+    """One outcome probe as a replay's artefact records it."""
+    return {"check": check, "key": check if check != "verify" else "verify.sh", "command": command, "path": path,
+            "text": text, "exit_code": exit_code, "output": output, "held": held}
+
+
+GOOD_PROBES = [
+    probe("command_passes", True, command="make test", exit_code=0, output="5 passed"),
+    probe("file_changed", True, path="pricing.py", output="modified"),
+    probe("file_contains", True, path="NOTES.md", text="half a cent", output="found"),
+    probe("verify", True, command="/home/dev/acme-app/.assay/exams/fix/verify.sh", exit_code=0),
+]
+SESSION = {"adapter": "headless", "transcript": True, "turns": 6, "cost_usd": 0.02, "wall_seconds": 12.5,
+           "reads_before_first_write": 2, "tool_mix": {"Read": 2, "Bash": 2, "Edit": 1}}
+
+
+def replay(probes: list[dict] = GOOD_PROBES, changed: list[str] = ("pricing.py",), session: dict = SESSION,
+           **workspace: Any) -> dict[str, Any]:
+    """A replay's artefact: its workspace (probes, files changed as modified) and its session summary."""
+    return {"workspace": {"worktree": "fix-r1-0a1b2c3d", "files_changed": [{"status": "modified", "path": c} for c in changed],
+                          "probes": list(probes), **workspace}, "session": dict(session)}
+
+
+EXAM_ARTEFACTS = [json.dumps(a) for a in [
+    replay(),
+    replay([probe("command_passes", False, command="make test", exit_code=1, output="1 failed"),
+            probe("file_changed", False, path="pricing.py", output="unchanged"),
+            probe("file_contains", False, path="NOTES.md", text="half a cent", output="no such file"),
+            probe("verify", False, command="verify.sh", exit_code=1)],
+           ["pricing.py", "setup.cfg", "src/a/b.py", "docs/x.md", "README.md"],
+           {**SESSION, "turns": 30, "cost_usd": 0.5, "wall_seconds": 100}),
+    replay([probe("command_passes", None, command="make test", output="running\n[stopped after 600 s]"),
+            probe("verify", None, command="verify.sh", exit_code=2),
+            probe("file_changed", None, path="../x", output="the path leaves the workspace")],
+           ["src/pricing.py"], {"transcript": False, "cost_usd": None, "wall_seconds": 3}),
+    replay([], [], SESSION, probes_skipped="no outcome probe ran: the harness failed before doing anything (boom)"),
+    {"workspace": [], "session": "x"},
+    {"workspace": {"probes": {}, "files_changed": "a"}, "session": {"turns": True, "cost_usd": "1", "tool_mix": []}},
+]] + ['{"workspace": {"probes": [], "files_changed": []}, "session": {"cost_usd": NaN}}']
+"""Replays' artefacts: good, regressed, without verdicts, probes skipped, not a replay's, mistyped, not JSON."""
+EXAM_ASSERTIONS: list[tuple[str, dict[str, Any]]] = [
+    ("exam.command_passes", {"command": "make test"}), ("exam.command_passes", {"command": "npm test"}),
+    ("exam.verify", {}), ("exam.file_changed", {"path": "./pricing.py"}), ("exam.file_changed", {"path": "../x"}),
+    ("exam.file_contains", {"path": "NOTES.md", "text": "half a cent"}),
+    ("exam.files_within", {"allow": ["pricing.py", "src/**"]}), ("exam.files_within", {"allow": ["**"]}),
+    ("exam.cap", {"measure": "turns", "max": 10}), ("exam.cap", {"measure": "cost_usd", "max": 0.1}),
+    ("exam.cap", {"measure": "wall_seconds", "max": 60}), ("exam.band", {"measure": "turns", "k": 2}),
+    ("exam.band", {"measure": "turns", "k": 2, "center": 6, "spread": 1.5}),
+    ("exam.profile", {"measure": "reads_before_first_write"}), ("exam.profile", {"measure": "tool_mix"}),
+]
+"""Every exam mechanism, with parameters that meet, fail and cannot tell on :data:`EXAM_ARTEFACTS`."""
+
 
 def case_run(case_run_id: str = "c1", *, runner: str = "r", status: str = "executed", error: str | None = None,
              transcript: list[tuple[str, str]] | None = (), tool_calls: list[tuple[str, Any]] | None = (),
@@ -107,5 +162,6 @@ def result(met: bool | None, value: float | None, reason: str | None, evaluator:
     return {"met": met, "value": value, "reason": reason, "evaluator": evaluator}
 
 
-__all__ = ["ASSIGNMENT_SCHEMA", "CALLS", "CALL_TRANSCRIPT", "CONFIG", "EVERYTHING", "assignment", "case_run",
-           "evaluation", "frames", "judged", "one", "result"]
+__all__ = ["ASSIGNMENT_SCHEMA", "CALLS", "CALL_TRANSCRIPT", "CONFIG", "EVERYTHING", "EXAM_ARTEFACTS", "EXAM_ASSERTIONS",
+           "GOOD_PROBES", "SESSION", "assignment", "case_run", "evaluation", "frames", "judged", "one", "probe", "replay",
+           "result"]

@@ -31,6 +31,7 @@ from assay.core.evidence import vendor_reading
 from assay.core.mechanisms import MECHANISMS
 from assay.transforms.judge import RESULT_SCHEMA
 from assay.transforms.mechanisms.rubric import AWAITING_JUDGE, NO_JUDGE
+from reference_exam import exam
 from reference_timing import timing
 
 NO_TRANSCRIPT = "the case run recorded no transcript"
@@ -87,6 +88,8 @@ def judge_one(
         return tool(mechanism, p, run["tool_calls"])
     if family == "vendor":
         return vendor(p, evals.get((a["case_run_id"], p["name"]), []))
+    if family == "exam":
+        return exam(mechanism, p, run["artefact"])
     if judge is None:
         return None, None, NO_JUDGE, "assay:judge"
     return None, None, AWAITING_JUDGE, f"assay:judge:{judge}"

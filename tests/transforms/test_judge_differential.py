@@ -8,7 +8,7 @@ import math
 import random
 
 import polars as pl
-from judge_kit import CONFIG, assignment, evaluation, frames
+from judge_kit import CONFIG, EXAM_ARTEFACTS, EXAM_ASSERTIONS, assignment, evaluation, frames
 from polars.testing import assert_frame_equal
 from reference import evaluate_rowwise
 
@@ -31,6 +31,7 @@ ARTEFACTS = [
     json.dumps({"prompt": "NEVER QUOTE PRICES for {{x}}", "variables": None, "tools": None}),
     json.dumps({"prompt": 3, "tools": [{"name": "book_appointment"}, "junk", {"name": 5}]}),
     json.dumps({"prompt": "never quote prices", "variables": [], "tools": {"name": "x"}}),
+    *EXAM_ARTEFACTS,
 ]
 RUNNERS = {
     "full": frozenset(MECHANISMS), "chat": mechanisms_of("transcript", "tool", "rubric"),
@@ -120,6 +121,8 @@ def test_vectorised_and_rowwise_agree_on_random_data() -> None:
         scope = ids if k % 4 else rng.sample(ids, 40) + ["cr-missing"]
         todo += [assignment(mechanism, params, cid, assertion_id=f"a{k:02d}") for cid in scope]
     todo += [assignment("transcript.max_turns", {"max": 4}, cid, assertion_id="twin") for cid in ids[:500]]
+    todo += [assignment(mechanism, params, cid, assertion_id=f"exam{k:02d}")
+             for k, (mechanism, params) in enumerate(EXAM_ASSERTIONS) for cid in ids]
     case_runs, evaluations, assignments = frames(runs, todo, evals)
     supported = dict(RUNNERS)
 
@@ -139,4 +142,4 @@ def test_vectorised_and_rowwise_agree_on_random_data() -> None:
             assert True in outcomes_seen, mechanism
     evaluators = set(got["evaluator"].unique())
     assert {"assay:execution", "assay:unsupported", "assay:structural", "assay:transcript", "assay:timing", "assay:tool",
-            "assay:vendor", "assay:judge", "vendor:guard", "vendor:scorer"} <= evaluators
+            "assay:vendor", "assay:exam", "assay:judge", "vendor:guard", "vendor:scorer"} <= evaluators

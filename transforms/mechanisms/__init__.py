@@ -6,7 +6,7 @@ mechanism is its parameter model declared in :mod:`assay.core.mechanisms` and on
 with :func:`mechanism` in its family's module here (see :mod:`.registry`).
 """
 
-from . import rubric, structural, timing, tool, transcript, vendor  # noqa: F401  (importing them registers the built-ins)
+from . import exam, rubric, structural, timing, tool, transcript, vendor  # noqa: F401  (importing them registers the built-ins)
 from .registry import Evaluator, Mechanism, evaluator_versions, mechanism, registered
 
 __all__ = ["Evaluator", "Mechanism", "evaluator_versions", "mechanism", "registered"]
