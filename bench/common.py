@@ -60,3 +60,19 @@ def workdir(name: str) -> Path:
         shutil.rmtree(path)
     path.mkdir(parents=True)
     return path
+
+
+def load_corpus(name: str) -> tuple[list[Any], list[Any]]:
+    """(planted, look-alikes) from the secrets corpus ``tests/core/<name>.py``: the tests and the benchmark measure
+    the same corpus, loaded by path because ``tests`` is not a package."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parent.parent / "tests" / "core" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.setdefault(name, importlib.util.module_from_spec(spec))
+    if not hasattr(module, "PLANTED"):
+        spec.loader.exec_module(module)
+    return module.PLANTED, module.LOOK_ALIKES
+

@@ -8,25 +8,16 @@ the function export applies to a file of its kind: a patch as a diff, an instruc
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
-from .common import Result
+from .common import Result, load_corpus
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "core" / "exam_secrets_corpus.py"
 MAX_FALSE_POSITIVE_SHARE = 0.05
 
 
 def corpus() -> tuple[list[Any], list[Any]]:
     """(planted, look-alikes) from the exam corpus."""
-    spec = importlib.util.spec_from_file_location("exam_secrets_corpus", CORPUS)
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault("exam_secrets_corpus", importlib.util.module_from_spec(spec))
-    if not hasattr(module, "PLANTED"):
-        spec.loader.exec_module(module)
-    return module.PLANTED, module.LOOK_ALIKES
+    return load_corpus("exam_secrets_corpus")
 
 
 def run() -> list[Result]:

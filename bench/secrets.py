@@ -6,25 +6,15 @@ the same thing; it is loaded by path because ``tests`` is not a package.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
-from .common import Result
-
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "core" / "secrets_corpus.py"
+from .common import Result, load_corpus
 
 
 def corpus() -> tuple[list[Any], list[Any]]:
     """(planted, look-alikes) from the test corpus."""
-    spec = importlib.util.spec_from_file_location("secrets_corpus", CORPUS)
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault("secrets_corpus", importlib.util.module_from_spec(spec))
-    if not hasattr(module, "PLANTED"):
-        spec.loader.exec_module(module)
-    return module.PLANTED, module.LOOK_ALIKES
+    return load_corpus("secrets_corpus")
 
 
 def run() -> list[Result]:

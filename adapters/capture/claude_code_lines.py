@@ -47,21 +47,81 @@ class Envelope:
 
 
 @dataclass
-class TranscriptReader:
-    """Reads Claude Code lines into a :class:`SessionDraft`, one file after another."""
+class Responses:
+    """Model responses folded as the harness writes them: one response may come as several lines (streaming),
+    each repeating its usage; the first line of a response opens its turn, the rest add to it and are counted
+    as duplicates, and the response's usage is kept once. Both the transcript reader and the headless stream
+    reader fold responses this way."""
 
     draft: SessionDraft = field(default_factory=SessionDraft)
-    envelope: Envelope = field(default_factory=Envelope)
-    responses: dict[tuple[str | None, str, str], DraftTurn] = field(default_factory=dict)
-    usage: dict[str | None, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
+    responses: dict[tuple[Any, ...], DraftTurn] = field(default_factory=dict)
+    usage: dict[str | None, dict[Any, dict[str, Any]]] = field(default_factory=dict)
     """Per agent (None: the main session), the last usage seen for each distinct response."""
     duplicate_lines: int = 0
+    structured: dict[str, Any] = field(default_factory=dict)
+    """Call id -> the structured copy of its result the harness keeps beside the text (``toolUseResult``)."""
+
+    def fold(self, key: tuple[Any, ...], message: dict[str, Any], agent_id: str | None, at: datetime | None,
+             cwd: str | None = None) -> None:
+        """One line of the response ``key`` (the agent first, then what names the response)."""
+        turn = self.responses.get(key)
+        if turn is None:
+            turn = self.draft.add_turn("assistant", "", at, agent_id)
+            self.responses[key] = turn
+            model = message.get("model")
+            if isinstance(model, str) and model and model != _SYNTHETIC_MODEL:
+                self.draft.model_response(model, main=agent_id is None)
+        else:
+            self.duplicate_lines += 1
+        if isinstance(message.get("usage"), dict):
+            self.usage.setdefault(agent_id, {})[key[1:]] = message["usage"]
+        for block in blocks(message.get("content")):
+            if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
+                if block["text"] not in turn.texts:
+                    turn.texts.append(block["text"])
+            elif block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                call_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+                self.draft.add_call(turn, DraftCall(
+                    call_id=block["id"], name=str(block.get("name", "")), input=call_input,
+                    turn=turn.index, agent_id=agent_id, called_at=at, cwd=cwd))
+
+    def fold_user(self, message: dict[str, Any], role: SessionRole, agent_id: str | None, at: datetime | None,
+                  structured: Any) -> None:
+        """A user message: its text a turn, each tool result in it answering its call (:meth:`answered`)."""
+        content = message.get("content")
+        if isinstance(content, str):
+            self.draft.add_turn(role, content, at, agent_id)
+            return
+        turn = self.draft.add_turn(role, "", at, agent_id)
+        for block in blocks(content):
+            if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
+                turn.texts.append(block["text"])
+            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                turn.call_ids.append(block["tool_use_id"])
+                self.answered(block["tool_use_id"], block, structured, at)
+
+    def answered(self, call_id: str, block: dict[str, Any], structured: Any, at: datetime | None) -> DraftResult:
+        """The result ``block`` answers call ``call_id`` (the first answer keeps its structured copy)."""
+        if call_id not in self.draft.results:
+            self.structured[call_id] = structured
+        result = DraftResult(output=text_of(block.get("content")), is_error=block.get("is_error") is True, at=at)
+        self.draft.add_result(call_id, result)
+        return result
+
+    def tokens(self, agent_id: str | None) -> TokenUsage:
+        """The tokens of one agent's distinct responses (the main session's for None)."""
+        return sum_usage(self.usage.get(agent_id, {}).values())
+
+
+@dataclass
+class TranscriptReader(Responses):
+    """Reads Claude Code lines into a :class:`SessionDraft`, one file after another."""
+
+    envelope: Envelope = field(default_factory=Envelope)
     agents_seen: list[str] = field(default_factory=list)
     agents_named_by_results: dict[str, str] = field(default_factory=dict)
     """Subagent id -> the call whose result names it."""
     files: list[str] = field(default_factory=list)
-    structured: dict[str, Any] = field(default_factory=dict)
-    """Call id -> the result's ``toolUseResult`` (Claude Code's structured copy of the output)."""
     _cwd_now: str | None = None
 
     def read_file(self, path: Path, agent_id: str | None = None) -> None:
@@ -73,10 +133,6 @@ class TranscriptReader:
                 self.draft.bad_lines.append(f"{path}:{number}")
                 continue
             self._line(record, agent_id)
-
-    def tokens(self, agent_id: str | None) -> TokenUsage:
-        """The tokens of one agent's distinct responses (the main session's for None)."""
-        return sum_usage(self.usage.get(agent_id, {}).values())
 
     def _line(self, record: dict[str, Any], file_agent: str | None) -> None:
         kind = record.get("type")
@@ -124,56 +180,23 @@ class TranscriptReader:
     def _assistant(self, record: dict[str, Any], agent_id: str | None, at: datetime | None) -> None:
         message = record.get("message") if isinstance(record.get("message"), dict) else {}
         message_id = message.get("id") if isinstance(message.get("id"), str) else record.get("uuid", "")
-        key = (agent_id, str(message_id), str(record.get("requestId") or ""))
-        turn = self.responses.get(key)
-        if turn is None:
-            turn = self.draft.add_turn("assistant", "", at, agent_id)
-            self.responses[key] = turn
-            model = message.get("model")
-            if isinstance(model, str) and model and model != _SYNTHETIC_MODEL:
-                self.draft.model_response(model, main=agent_id is None)
-        else:
-            self.duplicate_lines += 1
-        if isinstance(message.get("usage"), dict):
-            self.usage.setdefault(agent_id, {})[key[1:]] = message["usage"]
         cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else self._cwd_now
-        for block in blocks(message.get("content")):
-            if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
-                if block["text"] not in turn.texts:
-                    turn.texts.append(block["text"])
-            elif block.get("type") == "tool_use" and isinstance(block.get("id"), str):
-                call_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                self.draft.add_call(turn, DraftCall(
-                    call_id=block["id"], name=str(block.get("name", "")), input=call_input,
-                    turn=turn.index, agent_id=agent_id, called_at=at, cwd=cwd))
+        self.fold((agent_id, str(message_id), str(record.get("requestId") or "")), message, agent_id, at, cwd)
 
     def _user(self, record: dict[str, Any], agent_id: str | None, at: datetime | None) -> None:
         message = record.get("message") if isinstance(record.get("message"), dict) else {}
-        content = message.get("content")
         role: SessionRole = "system" if record.get("isMeta") else "user"
-        if isinstance(content, str):
-            self.draft.add_turn(role, content, at, agent_id)
-            return
-        turn = self.draft.add_turn(role, "", at, agent_id)
-        for block in blocks(content):
-            if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
-                turn.texts.append(block["text"])
-            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                call_id = block["tool_use_id"]
-                turn.call_ids.append(call_id)
-                self._result(call_id, block, record.get("toolUseResult"), at)
+        self.fold_user(message, role, agent_id, at, record.get("toolUseResult"))
 
-    def _result(self, call_id: str, block: dict[str, Any], structured: Any, at: datetime | None) -> None:
-        output = text_of(block.get("content"))
-        is_error = block.get("is_error") is True
-        if call_id not in self.draft.results:
-            self.structured[call_id] = structured
-        self.draft.add_result(call_id, DraftResult(output=output, is_error=is_error, at=at))
+    def answered(self, call_id: str, block: dict[str, Any], structured: Any, at: datetime | None) -> DraftResult:
+        """As :meth:`Responses.answered`; a result that names a subagent (``agentId``) traces it to this call."""
+        result = super().answered(call_id, block, structured, at)
         named = structured.get("agentId") if isinstance(structured, dict) else None
-        found = _AGENT_IN_TEXT.search(output)
+        found = _AGENT_IN_TEXT.search(result.output)
         agent = named if isinstance(named, str) and named else (found.group(1) if found else None)
         if agent and agent not in self.agents_named_by_results:
             self.agents_named_by_results[agent] = call_id
+        return result
 
     def settle_exit_codes(self, shell_tool: str) -> None:
         """Give each paired call of ``shell_tool`` its exit status (once every file is read: results may come

@@ -20,18 +20,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from assay.core.session import Capture, CommandRun, Session, Subagent, TokenUsage, is_test_command
+from assay.core.session import Capture, CommandRun, Session, Subagent, is_test_command
 
-from ..capture.assemble import DraftCall, DraftResult, DraftTurn, SessionDraft, first_seen
+from ..capture.assemble import first_seen
 from ..capture.claude_code import READ_TOOLS, SHELL_TOOL, WRITE_TOOLS
-from ..capture.claude_code_lines import blocks, shell_exit_code, sum_usage, text_of
+from ..capture.claude_code_lines import Responses, shell_exit_code
 
 __all__ = ["HARNESS", "StreamRun", "read_stream"]
 
 HARNESS = "claude-code"
 KNOWN_EVENTS = frozenset({"system", "assistant", "user", "result", "stream_event"})
 """Event types read or deliberately skipped; any other is counted in ``capture.unknown_types``."""
-_SYNTHETIC_MODEL = "<synthetic>"
 
 
 @dataclass(frozen=True)
@@ -47,16 +46,10 @@ class StreamRun:
 
 
 @dataclass
-class _Reader:
-    draft: SessionDraft = field(default_factory=SessionDraft)
+class _Reader(Responses):
     init: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
-    responses: dict[tuple[str | None, str], DraftTurn] = field(default_factory=dict)
-    usage: dict[str | None, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    """Per agent (None: the main session), the usage of each distinct response (by message id)."""
-    structured: dict[str, Any] = field(default_factory=dict)
     agents: list[str] = field(default_factory=list)
-    duplicate_lines: int = 0
     events: int = 0
 
     def line(self, number: int, raw: str) -> None:
@@ -91,47 +84,11 @@ class _Reader:
     def assistant(self, event: dict[str, Any], agent_id: str | None) -> None:
         message = event.get("message") if isinstance(event.get("message"), dict) else {}
         message_id = str(message.get("id") or event.get("uuid") or f"line-{self.draft.lines}")
-        turn = self.responses.get((agent_id, message_id))
-        if turn is None:
-            turn = self.draft.add_turn("assistant", "", None, agent_id)
-            self.responses[(agent_id, message_id)] = turn
-            model = message.get("model")
-            if isinstance(model, str) and model and model != _SYNTHETIC_MODEL:
-                self.draft.model_response(model, main=agent_id is None)
-        else:
-            self.duplicate_lines += 1
-        if isinstance(message.get("usage"), dict):
-            self.usage.setdefault(agent_id, {})[message_id] = message["usage"]
-        for block in blocks(message.get("content")):
-            if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
-                if block["text"] not in turn.texts:
-                    turn.texts.append(block["text"])
-            elif block.get("type") == "tool_use" and isinstance(block.get("id"), str):
-                call_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                self.draft.add_call(turn, DraftCall(call_id=block["id"], name=str(block.get("name", "")),
-                                                    input=call_input, turn=turn.index, agent_id=agent_id,
-                                                    called_at=None))
+        self.fold((agent_id, message_id), message, agent_id, None)
 
     def user(self, event: dict[str, Any], agent_id: str | None) -> None:
         message = event.get("message") if isinstance(event.get("message"), dict) else {}
-        content = message.get("content")
-        if isinstance(content, str):
-            self.draft.add_turn("user", content, None, agent_id)
-            return
-        turn = self.draft.add_turn("user", "", None, agent_id)
-        for block in blocks(content):
-            if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
-                turn.texts.append(block["text"])
-            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                call_id = block["tool_use_id"]
-                turn.call_ids.append(call_id)
-                if call_id not in self.draft.results:
-                    self.structured[call_id] = event.get("tool_use_result")
-                self.draft.add_result(call_id, DraftResult(output=text_of(block.get("content")),
-                                                           is_error=block.get("is_error") is True, at=None))
-
-    def tokens(self, agent_id: str | None) -> TokenUsage:
-        return sum_usage(self.usage.get(agent_id, {}).values())
+        self.fold_user(message, "user", agent_id, None, event.get("tool_use_result"))
 
 
 def read_stream(lines: Iterable[str], *, prompt: str | None = None, started_at: datetime | None = None,

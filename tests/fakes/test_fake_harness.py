@@ -55,14 +55,19 @@ class Replay:
         return [block for event in self.events if event["type"] == "user" for block in event["message"]["content"]]
 
 
-@pytest.fixture(scope="module")
-def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding ``claude``: a shell script that runs the fake with this interpreter."""
-    folder = tmp_path_factory.mktemp("bin")
+def fake_claude_bin(folder: Path) -> Path:
+    """``folder``, made to hold ``claude``: a shell script that runs the fake with this interpreter."""
+    folder.mkdir(parents=True, exist_ok=True)
     script = folder / "claude"
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m assay.fakes.harness "$@"\n')
     script.chmod(0o755)
     return folder
+
+
+@pytest.fixture(scope="module")
+def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding ``claude``."""
+    return fake_claude_bin(tmp_path_factory.mktemp("bin"))
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -91,6 +96,16 @@ def claude(repo: Path, bin_dir: Path, home: Path, *args: str, mode: str = "good"
     done = subprocess.run(["claude", "-p", *prompt, *args], cwd=repo, env=environ, capture_output=True, text=True,
                           timeout=120, stdin=subprocess.DEVNULL)
     return Replay(done.returncode, done.stdout, done.stderr)
+
+
+def worked_repo(root: Path) -> tuple[Path, Path, str]:
+    """A repository of the sample project, with an uncommitted note of the person's own, in which the fake harness
+    fixed the bug (a good session, transcript written under HOME): (repo, HOME, the session's id)."""
+    repo = make_repo(root / "acme-shop")
+    (repo / "NOTES.md").write_text("pricing: ask finance about half cents\n")
+    done = claude(repo, fake_claude_bin(root / "bin"), root / "home", *STREAM, *ALLOWED)
+    assert done.returncode == 0, done.stderr
+    return repo, root / "home", done.result["session_id"]
 
 
 def suite_passes(repo: Path) -> bool:

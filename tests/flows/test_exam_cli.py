@@ -14,24 +14,15 @@ import pytest
 from test_cli import assay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from test_fake_harness import ALLOWED, ASK, STREAM, claude, make_repo  # noqa: E402
+from test_fake_harness import ASK, worked_repo  # noqa: E402
 
 
 @pytest.fixture
 def worked(tmp_path: Path) -> tuple[Path, dict[str, str], str]:
     """A repository the fake harness fixed the bug in, with uncommitted work of the person's own from before:
     (repo, the environment the `assay` commands see, the session's id)."""
-    root = tmp_path / "machine"
-    repo = make_repo(root / "acme-shop")
-    (repo / "NOTES.md").write_text("pricing: ask finance about half cents\n")  # the person's own, never committed
-    bin_dir = root / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m assay.fakes.harness "$@"\n')
-    (bin_dir / "claude").chmod(0o755)
-    done = claude(repo, bin_dir, root / "home", *STREAM, *ALLOWED)
-    assert done.returncode == 0, done.stderr
-    session_id = done.result["session_id"]
-    return repo, {"HOME": str(root / "home")}, session_id
+    repo, home, session_id = worked_repo(tmp_path / "machine")
+    return repo, {"HOME": str(home)}, session_id
 
 
 def _json(home: Path, env: dict[str, str], *args: str) -> dict:

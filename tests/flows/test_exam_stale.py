@@ -17,22 +17,14 @@ from assay.flows.exam_distil import distil
 from assay.flows.exam_stale import stale_reasons
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from test_fake_harness import ALLOWED, STREAM, claude, make_repo  # noqa: E402
+from test_fake_harness import worked_repo  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def exam_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A repository with an exam distilled from a session the fake harness ran: (repo, exam dir)."""
-    root = tmp_path_factory.mktemp("stale")
-    repo = make_repo(root / "acme-shop")
-    (repo / "NOTES.md").write_text("pricing: ask finance about half cents\n")
-    bin_dir = root / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m assay.fakes.harness "$@"\n')
-    (bin_dir / "claude").chmod(0o755)
-    done = claude(repo, bin_dir, root / "home", *STREAM, *ALLOWED)
-    assert done.returncode == 0, done.stderr
-    ref = find_session(repo, done.result["session_id"], {"HOME": str(root / "home")})
+    repo, home, session_id = worked_repo(tmp_path_factory.mktemp("stale"))
+    ref = find_session(repo, session_id, {"HOME": str(home)})
     return repo, distil(read_session(Path(ref.path)), repo, slug="half-cent")
 
 
