@@ -1,5 +1,5 @@
 """The bodies of the documents about coding-agent exams: ``assay.sessions``, ``assay.bless``, ``assay.distil``,
-``assay.review`` and ``assay.export``."""
+``assay.review``, ``assay.calibrate`` and ``assay.export``."""
 
 from __future__ import annotations
 
@@ -148,3 +148,76 @@ class ExportDoc(Body):
     """Spans redacted per file (files with none are left out)."""
     redactions: list[ExportRedaction]
     """Each span redacted: its file, line and rule."""
+
+
+class CalibrationSpread(Body):
+    """A measure over the replays that did not error: least, median, most."""
+
+    min: float
+    median: float
+    max: float
+
+
+class CalibratedBand(Body):
+    """A ``band`` assertion calibrated from the reproduced replays."""
+
+    key: str
+    measure: Literal["turns", "cost_usd", "wall_seconds"]
+    k: float
+    """The spread multiplier: the band is ``center`` +/- ``k`` x ``spread``."""
+    center: float
+    """The median of the reproduced replays' measure."""
+    spread: float
+    """Their median absolute deviation scaled by 1.4826, at least 1 % of the centre and never 0."""
+    within: int
+    """How many reproduced replays lie within the band, judged with it."""
+
+
+class CalibrateDoc(Body):
+    """``assay calibrate``: an exam replayed under fixed conditions, how often it reproduced, and its state."""
+
+    exam: str
+    """The exam's slug."""
+    path: str
+    """The exam directory."""
+    state: Literal["reproducible", "flaky", "error"]
+    """``reproducible``: the rate's Wilson upper bound reaches ``healthy``; ``flaky``: it does not (the exam is
+    quarantined, never a FAIL); ``error``: every replay errored (nothing written)."""
+    n: int
+    """Replays run."""
+    reproduced: int
+    """Replays that met every outcome and trajectory assertion (bands aside) and verify.sh."""
+    errored: int
+    """Replays that errored: left out of the rate."""
+    rate: float | None
+    """Reproduced over the replays that did not error; None when every replay errored."""
+    lower: float | None
+    """The rate's one-sided 95 % Wilson lower bound."""
+    upper: float | None
+    """The rate's one-sided 95 % Wilson upper bound."""
+    healthy: float
+    """The reproduction rate an exam is held to (the exam policy's)."""
+    cost_mean: float | None
+    """Mean cost of a replay that did not error, in USD; None when the harness reported none."""
+    cost_median: float | None
+    turns: CalibrationSpread | None
+    wall_seconds: CalibrationSpread | None
+    failing: dict[str, int]
+    """Per assertion key: how many replays (not errored) it failed in."""
+    undetermined: dict[str, int]
+    """Per assertion key: how many replays it could not be decided in (each counted as not reproduced)."""
+    errors: list[str]
+    """Why each errored replay errored."""
+    bands: list[CalibratedBand]
+    bands_unset: dict[str, str]
+    """Band keys left as they were, and why."""
+    harness: str
+    """The harness adapter that replayed the exam."""
+    harness_version: str | None
+    model: str | None
+    fingerprint: str
+    """The exam's environment fingerprint."""
+    when: str
+    """When the calibration finished, UTC."""
+    written: list[str]
+    """Files written in the exam directory: ``calibration.toml`` and, when a band was set, ``assertions.toml``."""

@@ -1,6 +1,7 @@
 """Coding-agent exams at the command line: ``assay sessions`` (what ran in this repository), ``assay bless``
-(keep a finished session as the standard), ``assay distil`` (write its exam directory) and ``assay review``
-(accept or delete the suggested assertions; an exam with drafts does not run)."""
+(keep a finished session as the standard), ``assay distil`` (write its exam directory), ``assay review``
+(accept or delete the suggested assertions; an exam with drafts does not run) and ``assay calibrate`` (measure
+how often the exam reproduces before it gates anything)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ RepoOpt = Annotated[Path, typer.Option("--repo", metavar="DIR", help="The reposi
 
 
 def register(app: typer.Typer) -> None:
-    for name, command in (("sessions", sessions), ("bless", bless), ("distil", distil), ("review", review)):
+    for name, command in (("sessions", sessions), ("bless", bless), ("distil", distil), ("review", review),
+                          ("calibrate", calibrate)):
         app.command(name)(command)
 
 
@@ -172,9 +174,24 @@ def _print_assertions(console: Any, assertions: tuple[ExamAssertion, ...]) -> No
     console.print(table)
 
 
+ExamArg = Annotated[str, typer.Argument(metavar="EXAM", help="The exam's slug (in the repository's .assay/exams/) "
+                                        "or its directory.")]
+
+
+def _exam_path(exam: str, repo: Path) -> Path:
+    """The exam directory named by a slug (in ``repo``) or a path; :class:`NotFoundError` when there is none."""
+    from assay.flows.exam_distil import exam_dir
+
+    path = Path(exam) if Path(exam).is_dir() else exam_dir(repo.resolve(), exam)
+    if not path.is_dir():
+        from assay.core.errors import NotFoundError
+
+        raise NotFoundError("exam", exam, f"no directory {path}: distil one first (assay distil SESSION)")
+    return path
+
+
 def review(
-    exam: Annotated[str, typer.Argument(metavar="EXAM", help="The exam's slug (in the repository's "
-                                        ".assay/exams/) or its directory.")],
+    exam: ExamArg,
     repo: RepoOpt = Path("."),
     accept: Annotated[list[str] | None, typer.Option("--accept", metavar="KEY", help="Accept this suggested "
                                                      "assertion (repeatable).")] = None,
@@ -186,16 +203,11 @@ def review(
     """Accept or delete an exam's suggested assertions. Without options, show them: what each checks and the
     evidence it was drawn from. An exam with drafts left does not run."""
     from assay.core.exam import load_exam
-    from assay.flows.exam_distil import exam_dir
     from assay.flows.exam_review import review as decide
 
     from . import cli
 
-    path = Path(exam) if Path(exam).is_dir() else exam_dir(repo.resolve(), exam)
-    if not path.is_dir():
-        from assay.core.errors import NotFoundError
-
-        raise NotFoundError("exam", exam, f"no directory {path}: distil one first (assay distil SESSION)")
+    path = _exam_path(exam, repo)
     done = decide(path, accept=accept or (), delete=delete or (), accept_all=accept_all)
     after = load_exam(path)
     body = {"exam": after.spec.slug, "path": str(path), "accepted": list(done.accepted), "deleted": list(done.deleted),
@@ -210,3 +222,60 @@ def review(
     left = len(body["drafts"])
     console.print(f"{left} draft(s) left: the exam does not run until none are" if left else
                   "every assertion is reviewed: the exam can run")
+
+
+def calibrate(
+    exam: ExamArg,
+    replays: Annotated[int, typer.Option("-n", "--replays", metavar="N", min=1, help="How many replays to run "
+                                         "(each costs what a session costs).")],
+    repo: RepoOpt = Path("."),
+    parallel: Annotated[int, typer.Option("--parallel", metavar="K", min=1, help="Replays run at once, each in "
+                                          "its own worktree.")] = 1,
+    timeout: Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", min=1, help="Stop a replay's "
+                                                  "harness after this long (default: the exam's wall-time "
+                                                  "cap).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay a reviewed exam N times under fixed conditions and measure how often it reproduces: reproducible
+    when the 95% Wilson upper bound of the rate reaches the healthy rate (0.95), else flaky (quarantined, never
+    a FAIL). Writes calibration.toml beside the exam and sets its bands from the reproduced replays. Exits 0
+    whatever the exam's state: calibrating is not a gate."""
+    from assay.flows.exam_calibrate import calibrate as measure
+
+    from . import cli
+
+    done = measure(_exam_path(exam, repo), repo.resolve(), replays, environ=os.environ, parallel=parallel,
+                   timeout=timeout)
+    if cli._emit("assay.calibrate", done.model_dump(mode="json"), as_json):
+        return
+    console = cli._console()
+    for line in _calibration_lines(done):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+
+
+def _calibration_lines(done: Any) -> list[str]:
+    """What ``assay calibrate`` prints: the figures, the state, the failing keys, what it wrote."""
+    from assay.transforms.stats import ceil_to, floor_to
+
+    if done.state == "error":
+        first = done.errors[0].splitlines()[0] if done.errors else "no reason given"
+        return [f"{done.exam}: all {done.n} replays errored ({first}); error: nothing measured, nothing written"]
+    runs = done.n - done.errored
+    cost = f"${done.cost_mean:.2f} a replay" if done.cost_mean is not None else "cost not reported"
+    lines = [f"{done.exam}: {done.reproduced} of {runs} replays reproduced ({done.rate:.2f}; 95% Wilson "
+             f"{floor_to(done.lower):.2f}-{ceil_to(done.upper):.2f}); {done.errored} errored; {cost}; {done.state}"]
+    if done.state == "flaky":
+        lines.append(f"flaky: the exam cannot be held to the healthy rate of {done.healthy:.2f}; it is quarantined "
+                     "(reported, never a FAIL) until it is calibrated again")
+    spread = [f"{name} {s.min:{form}}-{s.max:{form}} (median {s.median:{form}})"
+              for name, s, form in (("turns", done.turns, "g"), ("wall seconds", done.wall_seconds, ".1f"))
+              if s is not None]
+    if spread:
+        lines.append("; ".join(spread))
+    lines += [f"failed: {key} in {count} of {runs} replays" for key, count in done.failing.items()]
+    lines += [f"undetermined: {key} in {count} of {runs} replays" for key, count in done.undetermined.items()]
+    lines += [f"band {b.key}: {b.measure} {b.center:g} +/- {b.k:g} x {b.spread:g} ({b.within} of {done.reproduced} "
+              "reproduced replays within)" for b in done.bands]
+    lines += [f"band {key} left as it was: {why}" for key, why in done.bands_unset.items()]
+    lines.append(f"wrote {', '.join(done.written)} in {done.path}")
+    return lines

@@ -8,10 +8,14 @@ outcome probes in the worktree, and removes the worktree. The :class:`Replay` it
 A harness that fails — crashes, reports an error, runs past the timeout, or does not keep to the exam's
 tool allowlist — is status ``error`` (never a failed exam); only our own bad input raises (a missing
 repository, a patch that does not apply, an adapter that cannot be configured).
+
+:data:`HARNESSES` names every adapter by its harness's name, so a flow picks one from ``exam.spec.runner.name``
+(:func:`harness_for`) without naming a harness itself.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import tempfile
@@ -24,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from assay.core.errors import NotFoundError
 from assay.core.evidence import CaseRun, ToolCall, Turn, TurnRole
 from assay.core.exam import Exam
 from assay.core.session import Session
@@ -32,7 +37,8 @@ from .exam_probes import PROBE_TIMEOUT, Probe, run_probes
 from .watched import run_watched
 from .worktree import ChangedFile, changed_files, replay_worktree
 
-__all__ = ["HarnessAdapter", "HarnessOutcome", "OUTCOME_CHECKS", "Replay", "reads_before_first_write", "replay"]
+__all__ = ["HARNESSES", "HarnessAdapter", "HarnessOutcome", "OUTCOME_CHECKS", "Replay", "harness_for",
+           "reads_before_first_write", "replay"]
 
 OUTCOME_CHECKS = frozenset({"command_passes", "verify", "file_changed", "file_contains"})
 """The checks a replay's workspace decides, whatever the harness reports."""
@@ -234,3 +240,32 @@ def replay(exam: Exam, repo: Path, adapter: HarnessAdapter, *, parent: Path, env
             probes = run_probes(exam, tree.path, files, env=environ, timeout=probe_timeout, heartbeat=heartbeat)
     return Replay(outcome=outcome, files_changed=files, probes=probes, worktree_name=name, started_at=started,
                   ended_at=ended, adapter=adapter.name, probes_skipped=skipped, guarantees=adapter.guarantees)
+
+
+@functools.cache
+def _harnesses() -> dict[str, type[HarnessAdapter]]:
+    from .claude_code import ClaudeCodeHarness
+    from .command_agent import CommandHarness
+
+    return {adapter.name: adapter for adapter in (ClaudeCodeHarness, CommandHarness)}
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`HARNESSES` is built on first use: its adapters' modules import this one."""
+    if name == "HARNESSES":
+        return _harnesses()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+HARNESSES: dict[str, type[HarnessAdapter]]
+"""Every harness adapter by its harness's name (as an exam's ``runner.name`` gives it)."""
+
+
+def harness_for(name: str, environ: Mapping[str, str] | None = None) -> HarnessAdapter:
+    """The adapter that replays exams of harness ``name``, configured from ``environ`` (default: this process's);
+    :class:`NotFoundError` naming the known harnesses when there is none."""
+    known = _harnesses()
+    if name not in known:
+        raise NotFoundError("harness adapter", name, "an exam replays with the harness its exam.toml names "
+                            "(runner.name)", known=sorted(known), known_as="known harnesses")
+    return known[name](environ=environ)

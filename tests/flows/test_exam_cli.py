@@ -91,7 +91,9 @@ def test_the_readme_exam_walk_through_runs_in_the_repository(worked, tmp_path: P
 
     repo, extra, session_id = worked
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env.update(extra, ASSAY_HOME=str(tmp_path / "home"), NO_COLOR="1", COLUMNS="120")
+    env.update(extra, ASSAY_HOME=str(tmp_path / "home"), NO_COLOR="1", COLUMNS="120",  # the fake harness replays:
+               ASSAY_CLAUDE_BIN=str(repo.parent / "bin" / "claude"), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     said = {}
     for line in sh_block("## Coding-agent exams"):
         argv = [session_id[:12] if a == "SESSION" else a for a in shlex.split(line.command)]
@@ -103,3 +105,4 @@ def test_the_readme_exam_walk_through_runs_in_the_repository(worked, tmp_path: P
     assert session_id[:12] in said["assay sessions"]
     assert (repo / ".assay" / "exams" / "half-cent-rounding" / "exam.toml").is_file()
     assert "every assertion is reviewed" in said[next(c for c in said if "--accept-all" in c)]
+    assert "3 of 3 replays reproduced" in said[next(c for c in said if c.startswith("assay calibrate"))]
