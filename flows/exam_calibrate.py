@@ -32,6 +32,9 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from assay.adapters.runners.harness import HarnessAdapter, Replay, harness_for, replay
+from assay.core.document_exams import CalibrateDoc as Calibration
+from assay.core.document_exams import CalibratedBand as BandSet
+from assay.core.document_exams import CalibrationSpread as Spread
 from assay.core.errors import ConfigError, UsageError
 from assay.core.evidence import Report, evaluation_schema
 from assay.core.exam import ASSERTIONS_FILE, Exam, ExamAssertion, load_exam, read_assertions, write_assertions
@@ -75,67 +78,6 @@ class Gauge(_Model):
     check: str
     mechanism: str
     params: dict[str, Any]
-
-
-class Spread(_Model):
-    """A measure over replays: least, median, most."""
-
-    min: float
-    median: float
-    max: float
-
-
-class BandSet(_Model):
-    """A band calibrated from the reproduced replays."""
-
-    key: str
-    measure: str
-    k: float
-    center: float
-    spread: float
-    within: int
-    """How many reproduced replays lie within the calibrated band (the band check judged with it)."""
-
-
-class Calibration(_Model):
-    """What calibrating an exam measured, and the state it leaves the exam in."""
-
-    exam: str
-    path: str
-    state: State
-    n: int
-    """Replays run."""
-    reproduced: int
-    errored: int
-    """Replays that errored (the harness failed): left out of the rate."""
-    rate: float | None
-    """Reproduced over the replays that did not error; None when every replay errored."""
-    lower: float | None
-    """The rate's one-sided 95 % Wilson lower bound."""
-    upper: float | None
-    """The rate's one-sided 95 % Wilson upper bound: ``reproducible`` when it reaches ``healthy``."""
-    healthy: float
-    cost_mean: float | None
-    """Mean cost of a replay that did not error, in USD; None when the harness reported none."""
-    cost_median: float | None
-    turns: Spread | None
-    wall_seconds: Spread | None
-    failing: dict[str, int]
-    """Per assertion key: the replays (not errored) it failed in."""
-    undetermined: dict[str, int]
-    """Per assertion key: the replays it could not be decided in (each counts as not reproduced)."""
-    errors: list[str]
-    """Why each errored replay errored."""
-    bands: list[BandSet]
-    bands_unset: dict[str, str]
-    """Band keys left as they were, and why."""
-    harness: str
-    harness_version: str | None
-    model: str | None
-    fingerprint: str
-    when: str
-    written: list[str]
-    """Files written (none when every replay errored)."""
 
 
 def gauges(exam: Exam) -> list[Gauge]:
