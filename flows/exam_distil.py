@@ -21,7 +21,8 @@ from assay.core.session import Session
 
 from .exam_instruction import first_ask, instruction_text, slug_for
 from .exam_suggest import assistant_turns, caps_for, suggest_assertions, test_history, verify_script
-from .exam_workspace import environment_fingerprint, git, workspace_commit, workspace_patch, written_paths
+from .exam_workspace import (environment_fingerprint, git, has_commit, workspace_commit, workspace_patch,
+                             written_paths)
 
 __all__ = ["bless", "blessed_path", "distil", "exam_dir"]
 
@@ -116,7 +117,8 @@ def _pin(session: Session, repo: Path) -> tuple[Path, str]:
                          "in") from None  # fmt: skip
     try:
         commit = workspace_commit(session, root)
-        git(root, "cat-file", "-e", f"{commit}^{{commit}}")
+        if not has_commit(root, commit):
+            raise ValueError(f"the repository does not hold commit {commit}")
     except (RuntimeError, ValueError) as exc:
         raise UsageError(f"cannot pin the workspace of session {session.session_id}: {exc}; distil in the "
                          "repository the session worked in, with the commit it started from fetched") from None

@@ -19,12 +19,13 @@ the exam as it is; the export redacts them before anything is written.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 from assay.core.errors import BundleError, NotFoundError
 from assay.core.exam import ASSERTIONS_FILE, Exam
 from assay.core.toml_write import toml_dumps
+
+from .exam_workspace import git, has_commit
 
 __all__ = ["HARBOR_PATCH", "HARBOR_SCHEMA_VERSION", "harbor_task"]
 
@@ -37,20 +38,16 @@ VERIFIER_SECONDS = 600
 CPUS, MEMORY_MB = 2, 4096
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=False)
-
-
 def _workspace_tar(exam: Exam, repo: Path) -> bytes:
     """``git archive`` of the exam's pinned commit in ``repo``; :class:`NotFoundError` when it is not there."""
     commit = exam.spec.workspace.commit
-    if _git(repo, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+    if not has_commit(repo, commit):
         raise NotFoundError("commit", commit, f"the exam is pinned to it and {repo} does not have it: fetch it, or "
                                               "give the repository that has it (--repo)")  # fmt: skip
-    done = _git(repo, "archive", "--format=tar", commit)
-    if done.returncode != 0:
-        raise NotFoundError("commit", commit, done.stderr.decode("utf-8", "replace").strip())
-    return done.stdout
+    try:
+        return git(repo, "archive", "--format=tar", commit)
+    except RuntimeError as exc:
+        raise NotFoundError("commit", commit, str(exc)) from None
 
 
 def _python_version(exam: Exam) -> str:

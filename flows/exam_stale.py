@@ -15,15 +15,13 @@ condition an exam is run to judge. They are reported as the run's conditions.
 from __future__ import annotations
 
 import fnmatch
-import os
-import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from assay.core.exam import Exam
 
-from .exam_workspace import MANIFESTS, environment_fingerprint
+from .exam_workspace import MANIFESTS, environment_fingerprint, git, has_commit
 
 __all__ = ["TOOLCHAIN", "stale_reasons"]
 
@@ -47,27 +45,23 @@ TOOLCHAIN: dict[str, tuple[Callable[[str, str], bool], str]] = {
 """Fingerprint parts whose change makes an exam stale: part -> (still the same?, what it is)."""
 
 
-def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False,
-                          env={**os.environ, "LC_ALL": "C", **(env or {})})
-
-
 def _patch_problem(repo: Path, commit: str, patch: Path) -> str | None:
     """Why ``patch`` does not apply to ``commit`` (checked in a scratch index: no worktree, nothing written)."""
     with tempfile.TemporaryDirectory(prefix="assay-stale-") as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        read = _git(repo, "read-tree", commit, env=env)
-        if read.returncode != 0:
-            return read.stderr.strip()
-        done = _git(repo, "apply", "--cached", "--check", "--whitespace=nowarn", str(patch.resolve()), env=env)
-        return None if done.returncode == 0 else done.stderr.strip()
+        try:
+            git(repo, "read-tree", commit, env=env)
+            git(repo, "apply", "--cached", "--check", "--whitespace=nowarn", str(patch.resolve()), env=env)
+        except RuntimeError as exc:
+            return str(exc)
+        return None
 
 
 def stale_reasons(exam: Exam, repo: Path) -> list[str]:
     """Why ``exam`` no longer applies in ``repo``, one line each; empty when it applies."""
     spec, repo = exam.spec, Path(repo)
     commit = spec.workspace.commit
-    if _git(repo, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+    if not has_commit(repo, commit):
         return [f"the pinned commit {commit[:12]} is not in {repo}: fetch it, or distil the exam again from a "
                 "newer session"]
     reasons = []

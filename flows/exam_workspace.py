@@ -24,7 +24,7 @@ from assay.core.files import inside
 from assay.core.ids import canonical_json
 from assay.core.session import Session
 
-__all__ = ["MANIFESTS", "environment_fingerprint", "git", "repo_relative", "workspace_commit", "workspace_patch",
+__all__ = ["MANIFESTS", "environment_fingerprint", "git", "has_commit", "repo_relative", "workspace_commit", "workspace_patch",
            "written_paths"]  # fmt: skip
 
 MANIFESTS = ("pyproject.toml", "requirements*.txt", "setup.py", "setup.cfg", "Pipfile.lock", "uv.lock", "poetry.lock",
@@ -36,16 +36,21 @@ _COMMIT = re.compile(r"[0-9a-f]{40}")
 _EXCLUDED = ".assay"
 
 
-def git(repo: Path, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
-    """``git args`` run in ``repo`` (no pager, no colour, no external diff); its stdout. Any exit status not in
-    ``ok`` raises :class:`RuntimeError` with git's own message."""
-    env = {**os.environ, "GIT_PAGER": "cat", "LC_ALL": "C"}
-    done = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=repo, env=env, capture_output=True,
-                          check=False)  # fmt: skip
+def git(repo: Path, *args: str, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None) -> bytes:
+    """``git args`` run in ``repo`` (no pager, no colour, no external diff; ``env`` added to this process's); its
+    stdout. Any exit status not in ``ok`` raises :class:`RuntimeError` with git's own message."""
+    environ = {**os.environ, "GIT_PAGER": "cat", "LC_ALL": "C", **(env or {})}
+    done = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=repo, env=environ, capture_output=True,
+                          check=False, stdin=subprocess.DEVNULL)  # fmt: skip
     if done.returncode not in ok:
         message = done.stderr.decode(errors="replace").strip()
         raise RuntimeError(f"git {' '.join(args[:2])} in {repo} exited {done.returncode}: {message}")
     return done.stdout
+
+
+def has_commit(repo: Path, commit: str) -> bool:
+    """Whether ``repo`` holds ``commit`` (an exam's pin)."""
+    return git(repo, "cat-file", "-t", commit, ok=(0, 1, 128)).strip() == b"commit"
 
 
 def repo_relative(path: str, root: Path, cwd: str | None) -> str | None:
