@@ -38,11 +38,26 @@ _SUSPECT = re.compile(SUSPECT_PATTERN, re.IGNORECASE)
 
 def redact_text(text: str) -> str:
     """``text`` with every secret span replaced by ``"[redacted]"`` and the rest kept."""
+    return redact_spans(text)[0]
+
+
+def redact_spans(text: str) -> tuple[str, list[str]]:
+    """``text`` redacted as :func:`redact_text` does, and the name of the rule behind each span it replaced
+    (for a report of what was redacted that never shows the secret)."""
     lower = text.lower()
+    fired: list[str] = []
     for rule in TEXT_RULES:
-        if any(t in lower for t in rule.triggers):
-            text = rule.pattern.sub(rule.replacement, text)
-    return text
+        if not any(t in lower for t in rule.triggers):
+            continue
+
+        def replace(match: re.Match[str], rule=rule) -> str:  # noqa: ANN001 - binds the loop's rule
+            new = rule.replacement(match) if callable(rule.replacement) else match.expand(rule.replacement)
+            if new != match.group(0):
+                fired.append(rule.name)
+            return new
+
+        text = rule.pattern.sub(replace, text)
+    return text, fired
 
 
 def redact(value: Any) -> Any:

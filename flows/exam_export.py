@@ -30,11 +30,11 @@ from pathlib import Path
 
 from assay.core.errors import UsageError
 from assay.core.exam import Exam, load_exam
-from assay.core.redact import redact
-from assay.core.secrets import REDACTED, TEXT_RULES
+from assay.core.redact import redact, redact_spans
+from assay.core.secrets import REDACTED
 from assay.core.toml_write import toml_dumps
 
-__all__ = ["ExportResult", "Redaction", "export_exam", "redact_line", "redact_lines", "redact_toml"]
+__all__ = ["ExportResult", "Redaction", "export_exam", "redact_lines", "redact_toml"]
 
 
 @dataclass(frozen=True)
@@ -76,26 +76,6 @@ Found = list[tuple[int, str]]
 """(line, rule) pairs."""
 
 
-def redact_line(text: str) -> tuple[str, list[str]]:
-    """``text`` with every secret span replaced, and the name of the rule for each span replaced.
-
-    The same pass as :func:`assay.core.redact.redact_text`, rule by rule, counting what each one changed."""
-    lower = text.lower()
-    fired: list[str] = []
-    for rule in TEXT_RULES:
-        if not any(t in lower for t in rule.triggers):
-            continue
-
-        def replace(match: re.Match[str], rule=rule) -> str:  # noqa: ANN001 - binds the loop's rule
-            new = rule.replacement(match) if callable(rule.replacement) else match.expand(rule.replacement)
-            if new != match.group(0):
-                fired.append(rule.name)
-            return new
-
-        text = rule.pattern.sub(replace, text)
-    return text, fired
-
-
 _BEGIN_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _END_KEY = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _HUNK_LINE = ("+", "-", " ", "\\")
@@ -128,7 +108,7 @@ def redact_lines(text: str, *, patch: bool = False) -> tuple[str, Found]:
         else:
             begin = _BEGIN_KEY.search(content)
             in_key = begin is not None and _END_KEY.search(content, begin.end()) is None
-            content, fired = redact_line(content)
+            content, fired = redact_spans(content)
             found += [(number, rule) for rule in fired]
         out.append(prefix + content)
     return "\n".join(out), found
@@ -148,7 +128,7 @@ def redact_toml(text: str) -> tuple[str, Found]:
     found: Found = []
     for number, (old, new) in enumerate(zip(before, after, strict=True), 1):
         if old != new:
-            rules = redact_line(old)[1] or ["secret key"]
+            rules = redact_spans(old)[1] or ["secret key"]
             found += [(number, rule) for rule in rules]
     return "\n".join(after), found
 
