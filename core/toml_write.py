@@ -6,6 +6,9 @@ is not bare (letters, digits, ``_``, ``-``) is quoted. Strings are basic strings
 character escaped, so any text (quotes, backslashes, newlines, emoji, ``\"\"\"``) reads back equal.
 Anything else — a datetime, NaN, a lone surrogate, an array mixing tables with values — is refused with
 :class:`ValueError` naming where it is, rather than written in a form that would read back different.
+
+Why not the ``toml`` package Prefect brings: at 0.10.2 it fails on control characters (``\x00``, ``\x1b``,
+``\x7f`` raise ``IndexError``), which instructions and patches may hold, and it is not ours to pin.
 """
 
 from __future__ import annotations
