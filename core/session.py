@@ -197,6 +197,23 @@ class Session(_Model):
     def user_turns(self) -> tuple[SessionTurn, ...]:
         return tuple(t for t in self.turns if t.role == "user" and t.agent_id is None and t.text)
 
+    def reads_before_first_write(self) -> tuple[tuple[str, ...], str | None]:
+        """The calls that read a file before the first call that wrote one (their ids), and that call's id (None
+        when no call shows a write). From the session's own lists of paths: a call writes when it names a
+        written path and carries more text (the new content), or names it inside a multi-line text (a patch);
+        a call reads when it names a path read."""
+        read, written = set(self.files_read), set(self.files_written)
+        reads: list[str] = []
+        for call in self.tool_calls:
+            strings = strings_of(call.input)
+            named = [s for s in strings if s in written]
+            patched = any("\n" in s and any(path in s for path in written) for s in strings)
+            if (named and len(strings) > len(named)) or patched:
+                return tuple(reads), call.call_id
+            if any(s in read for s in strings):
+                reads.append(call.call_id)
+        return tuple(reads), None
+
     def call(self, call_id: str) -> SessionToolCall:
         for c in self.tool_calls:
             if c.call_id == call_id:
@@ -216,6 +233,17 @@ class SessionRef(_Model):
     ended_at: datetime | None = None
     first_prompt: str | None = None
     """The first thing the person asked, cut to one line."""
+
+
+def strings_of(value: Any) -> list[str]:
+    """Every string inside a JSON value (a tool call's input)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings_of(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in strings_of(v)]
+    return []
 
 
 _TEST_WORDS = ("pytest", "py.test", "unittest", "tox", "nox", "jest", "vitest", "mocha", "rspec", "phpunit",

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from assay.core.exam import ExamAssertion, ExamCaps, slug_like
-from assay.core.session import CommandRun, Session, SessionToolCall
+from assay.core.session import CommandRun, Session, SessionToolCall, strings_of
 
 from .exam_instruction import one_line
 from .exam_workspace import repo_relative
@@ -104,16 +104,6 @@ def verify_script(history: TestHistory) -> str | None:
             f"set -u\n{command}\n")  # fmt: skip
 
 
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
 def _keys(value: Any) -> set[str]:
     if isinstance(value, dict):
         return set(value) | {k for v in value.values() for k in _keys(v)}
@@ -125,7 +115,7 @@ def _keys(value: Any) -> set[str]:
 def _wrote(call: SessionToolCall, forms: dict[str, str]) -> str | None:
     """The repository path a call wrote: it names a written path and carries content, or names it inside a
     multi-line text (a patch). None when it wrote none of them."""
-    strings = _strings(call.input)
+    strings = strings_of(call.input)
     carries_content = bool(_keys(call.input) & _CONTENT_KEYS)
     texts = [s for s in strings if "\n" in s]
     for form, path in forms.items():
@@ -203,7 +193,7 @@ def suggest_assertions(session: Session, root: Path, written: list[str], caps: E
         add(("band", measure), "trajectory", "band", {"measure": measure, "k": 3.0}, [f"the session {seen}"],
             "the band is calibrated from the exam's own baseline replays")
     add(("profile", "reads-before-first-write"), "profile", "profile", {"measure": "reads_before_first_write"},
-        [_reads_before_first_write(session, writers)], "diagnostic only")
+        [_reads_before_first_write(session)], "diagnostic only")
     mix = Counter(c.name for c in session.tool_calls)
     add(("profile", "tool-mix"), "profile", "profile", {"measure": "tool_mix"},
         ["tool mix: " + ", ".join(f"{name} {n}" for name, n in mix.most_common())], "diagnostic only")
@@ -225,11 +215,7 @@ def _tool_evidence(session: Session, writers: list[tuple[SessionToolCall, str]])
     return cited
 
 
-def _reads_before_first_write(session: Session, writers: list[tuple[SessionToolCall, str]]) -> str:
-    calls = list(session.tool_calls)
-    first = writers[0][0] if writers else None
-    before = calls if first is None else calls[: calls.index(first)]
-    read = set(session.files_read)
-    reads = [c.call_id for c in before if read & set(_strings(c.input))]
-    where = f"the first write is call {first.call_id}" if first else "no call shows a write"
+def _reads_before_first_write(session: Session) -> str:
+    reads, first = session.reads_before_first_write()
+    where = f"the first write is call {first}" if first else "no call shows a write"
     return f"reads before the first write: {len(reads)} ({where}; reads: {', '.join(reads) or 'none'})"

@@ -38,7 +38,7 @@ from .watched import run_watched
 from .worktree import ChangedFile, changed_files, replay_worktree
 
 __all__ = ["HARNESSES", "HarnessAdapter", "HarnessOutcome", "OUTCOME_CHECKS", "Replay", "harness_for",
-           "reads_before_first_write", "replay"]
+           "replay"]
 
 OUTCOME_CHECKS = frozenset({"command_passes", "verify", "file_changed", "file_contains"})
 """The checks a replay's workspace decides, whatever the harness reports."""
@@ -153,7 +153,7 @@ class Replay:
                 "turns": sum(1 for t in session.turns if t.role == "assistant" and t.agent_id is None),
                 "tool_calls": len(session.tool_calls), "files_read": list(session.files_read),
                 "files_written": list(session.files_written),
-                "reads_before_first_write": reads_before_first_write(session),
+                "reads_before_first_write": len(session.reads_before_first_write()[0]),
                 "tool_mix": dict(Counter(c.name for c in session.tool_calls)),
                 "commands": [{"command": c.command, "exit_code": c.exit_code, "is_test": c.is_test}
                              for c in session.commands],
@@ -164,34 +164,6 @@ class Replay:
                             "duplicate_lines": capture.duplicate_lines,
                             "unmatched_calls": len(capture.unmatched_calls),
                             "orphan_results": len(capture.orphan_results)}}
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string inside a tool call's input."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list | tuple):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-def reads_before_first_write(session: Session) -> int:
-    """How many calls read a file before the first call that wrote one, from the session's own lists of files
-    read and written: a call writes when it names a written path and carries more text (the new content), or
-    names it inside a multi-line text (a patch); a call reads when it names a path read."""
-    read, written = set(session.files_read), set(session.files_written)
-    reads = 0
-    for call in session.tool_calls:
-        strings = _strings(call.input)
-        named = [s for s in strings if s in written]
-        if named and len(strings) > len(named):
-            return reads
-        if any("\n" in s and any(path in s for path in written) for s in strings):
-            return reads
-        reads += any(s in read for s in strings)
-    return reads
 
 
 def _now() -> datetime:

@@ -24,7 +24,7 @@ from reference_exam import glob_match
 
 import assay.fakes
 from assay.adapters.runners.claude_code import ClaudeCodeHarness
-from assay.adapters.runners.harness import reads_before_first_write, replay
+from assay.adapters.runners.harness import replay
 from assay.core.evidence import CaseRun, Report
 from assay.core.exam import (Exam, ExamAssertion, ExamCaps, ExamEnvironment, ExamRunner, ExamSource, ExamSpec,
                              ExamTools, ExamWorkspace, load_exam, write_exam)
@@ -199,10 +199,13 @@ def test_reads_before_the_first_write_are_counted_from_the_session() -> None:
              _call(3, "patch", input="*** Update File: a.py\n-x\n+y\n"), _call(4, "read", path="a.py"))
     session = Session(session_id="s", harness="h", tool_calls=calls, files_read=("a.py", "b.py"),
                       files_written=("a.py",))
-    assert reads_before_first_write(session) == 2
+    def reads(tool_calls: tuple) -> int:
+        return len(session.model_copy(update={"tool_calls": tool_calls}).reads_before_first_write()[0])
+
+    assert session.reads_before_first_write() == (("t0", "t2"), "t3")
     edit = _call(5, "edit", path="a.py", old="x", new="y")
-    assert reads_before_first_write(session.model_copy(update={"tool_calls": (calls[0], edit, *calls[1:])})) == 1
-    assert reads_before_first_write(session.model_copy(update={"tool_calls": calls[:3] + calls[4:]})) == 3
+    assert reads((calls[0], edit, *calls[1:])) == 1
+    assert reads(calls[:3] + calls[4:]) == 3
 
 
 # ------------------------------------------------------------------------------------- a real replay
