@@ -399,3 +399,44 @@ def test_the_stream_reader_counts_what_it_cannot_use() -> None:
     assert sub.parent_call_id == "t1" and sub.tool_calls == 1 and sub.tokens.output == 1
     assert session.tokens.output == 5 and session.model == "m"
     assert read_stream(["", "garbage"]).session is None
+
+
+KILLED_REPLAY = """
+import os, sys
+from pathlib import Path
+from assay.adapters.runners.claude_code import ClaudeCodeHarness
+from assay.adapters.runners.harness import replay
+from assay.core.exam import load_exam
+replay(load_exam(Path(sys.argv[1])), Path(sys.argv[2]), ClaudeCodeHarness(environ=os.environ), parent=Path(sys.argv[3]),
+       replay_name="killed")
+"""
+
+
+def test_a_replay_killed_mid_run_leaves_a_worktree_the_sweep_removes(project: tuple[Path, str, bytes],
+                                                                    exams: dict[str, Exam], base_env: dict[str, str],
+                                                                    tmp_path: Path) -> None:
+    """kill -9 of the process replaying (and of the harness it started) while the harness works: no clean-up
+    runs, so the worktree stays; sweeping the replays' folder, as the next start does, removes it."""
+    import signal
+    import time
+
+    repo, parent = project[0], tmp_path / "wt"
+    env = {**base_env, "ASSAY_FAKE_HARNESS_DELAY": "60"}  # a minute per response: still working when killed
+    log = tmp_path / "replay.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-c", KILLED_REPLAY, str(exams["fix"].path), str(repo), str(parent)],
+                                env=env, start_new_session=True, stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + 120
+        while not (parent.exists() and any(parent.iterdir())):
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the replay never made its worktree"
+            time.sleep(0.2)
+        time.sleep(1)  # the harness has started in it
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    (left,) = list(parent.iterdir())
+    assert f"{left}" in _git(repo, "worktree", "list", "--porcelain")  # the killed process removed nothing
+    assert sweep_worktrees(repo, parent) == [left]
+    assert_no_worktrees(repo, parent)
