@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -125,6 +125,25 @@ class PassRate(BaseModel):
     """The one-sided confidence of the Wilson bounds, 0.5 < confidence < 1."""
     sequential: Sequential | None = Sequential()
     """Wald's sequential test, which decides a case in as few replays as it can; ``null`` turns it off."""
+    rule: Literal["bounds", "exam"] = "bounds"
+    """How a case's replays are decided. ``bounds``: the sequential test, else the Wilson bounds against
+    ``min`` (a case must show its rate). ``exam``: a coding-agent exam is presumed healthy — replays that all
+    held pass it; a failure escalates, and only the sequential test (which ``exam`` requires) decides; a
+    series it leaves undecided at the budget is drift, never a fail (:mod:`assay.transforms.exam_series`)."""
+
+    @model_validator(mode="after")
+    def _exam_needs_the_test(self) -> "PassRate":
+        if self.rule == "exam" and self.sequential is None:
+            raise ValueError("rule 'exam' decides an escalated series by the sequential test alone; give "
+                             "'sequential' (e.g. {healthy: 0.95, regressed: 0.8}) or use rule 'bounds'")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)  # the default rule is left out: specs written before rules existed keep their hash
+        if self.rule == "bounds":
+            out.pop("rule", None)
+        return out
 
     @field_validator("min")
     @classmethod

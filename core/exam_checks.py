@@ -17,8 +17,8 @@ from pydantic import Field, ValidationError
 from .mechanisms import (Band, Cap, CommandPasses, ExamMeasure, FileChanged, FileContains, FilesWithin, Params, Profile,
                          ProfileMeasure, ToolCalled, Verify, validate_params)
 
-__all__ = ["CHECK_PARAMS", "CHECK_TIERS", "CHECKS", "Check", "Measure", "ProfileMeasure", "RubricText", "TIERS", "Tier",
-           "check_params", "mechanism_for"]  # fmt: skip
+__all__ = ["CHECK_PARAMS", "CHECK_TIERS", "CHECKS", "MECHANISM_TIERS", "Check", "Measure", "ProfileMeasure", "RubricText",
+           "TIERS", "Tier", "check_params", "mechanism_for", "mechanism_of"]  # fmt: skip
 
 Tier = Literal["outcome", "trajectory", "profile", "judged"]
 TIERS: tuple[str, ...] = ("outcome", "trajectory", "profile", "judged")
@@ -57,6 +57,15 @@ _MECHANISMS = {"tool_used": "tool.called", "tool_not_used": "tool.not_called", "
 """Checks judged by a mechanism outside the ``exam`` family; every other check ``c`` by ``exam.c``."""
 
 
+def mechanism_of(check: str) -> str:
+    """The mechanism that judges ``check``."""
+    return _MECHANISMS.get(check, f"exam.{check}")
+
+
+MECHANISM_TIERS: dict[str, str] = {mechanism_of(c): tier for c, tier in CHECK_TIERS.items()}
+"""The tier of each mechanism an exam check is judged by (``tool.called`` is trajectory, ``rubric`` judged)."""
+
+
 def check_params(check: str, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` validated for ``check`` and normalised; :class:`ValueError` lists each problem and the fix."""
     model = CHECK_PARAMS[check]
@@ -85,7 +94,7 @@ def mechanism_for(check: str, params: dict[str, Any]) -> tuple[str, dict[str, An
     if check not in CHECK_PARAMS:
         raise KeyError(check)
     checked = check_params(check, params)
-    mechanism = _MECHANISMS.get(check, f"exam.{check}")
+    mechanism = mechanism_of(check)
     if check == "rubric":
         checked = {"rubric": checked["text"]}
     return mechanism, validate_params(mechanism, checked).model_dump(mode="json", exclude_defaults=True)

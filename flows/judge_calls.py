@@ -32,6 +32,7 @@ from assay.core.mechanisms import Rubric
 from assay.core.redact import redact_text
 from assay.storage.catalog import judge_cache
 from assay.transforms.carry import JUDGE_SPEND
+from assay.transforms.exam_tiers import short_circuit
 from assay.transforms.judge_evidence import with_evidence
 from assay.transforms.mechanisms.rubric import AWAITING_JUDGE
 
@@ -114,8 +115,8 @@ def answer_rubrics(
     """
     spend = [pl.lit(None, dtype).alias(name) for name, dtype in JUDGE_SPEND.items()]
     waiting = (pl.col("mechanism") == "rubric") & (pl.col("reason") == AWAITING_JUDGE).fill_null(False)
-    todo = evaluated.filter(waiting)
-    rest = evaluated.filter(~waiting).with_columns(spend)
+    todo, skipped = short_circuit(evaluated.filter(waiting), evaluated)  # cheapest first, for exams' replays
+    rest = pl.concat([evaluated.filter(~waiting), skipped.select(evaluated.columns)]).with_columns(spend)
     if judge is None or todo.is_empty():
         return rest, dict(NOTHING_SPENT)
     seen = with_evidence(case_runs.filter(pl.col("case_run_id").is_in(todo["case_run_id"].unique().to_list()))

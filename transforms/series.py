@@ -10,6 +10,10 @@ The rule, in order (:func:`decide`):
 3. otherwise the one-sided Wilson bounds at ``confidence`` over every replay of the series decide: lower
    bound >= ``min`` -> ``pass``, upper bound < ``min`` -> ``fail``;
 4. otherwise the case is ``flaky``: more replays may decide it (:func:`replays_to_decide` says how many).
+
+A coding-agent exam's rate (``rule: exam``) is decided by :func:`assay.transforms.exam_series.judge_series`
+instead: replays that all held pass; a failure escalates and only the sequential test decides; a series it
+leaves undecided is ``flaky`` here — escalation gives it more replays, and at the budget it is drift.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 
 from assay.core.criteria import PassRate
 
+from .exam_series import ExamPolicy, judge_series
 from .stats import Sprt, ceil_to, floor_to, wilson_lower, wilson_upper
 
 
@@ -56,8 +61,33 @@ def _sprt(rule: PassRate) -> Sprt | None:
     return None if seq is None else Sprt.of(seq.healthy, seq.regressed, seq.alpha, seq.beta)
 
 
+def _exam_policy(rule: PassRate, replays: int) -> ExamPolicy:
+    """The exam policy of ``rule`` over a series of ``replays``: the batch that ran is the first batch, and
+    the budget is what the run spent (escalation stops at the run's budget; judging reads what arrived)."""
+    seq = rule.sequential
+    assert seq is not None, "PassRate validates that rule 'exam' has a sequential test"
+    n = max(replays, 1)
+    return ExamPolicy(replays=n, budget=n, healthy=seq.healthy, regressed=seq.regressed, alpha=seq.alpha,
+                      beta=seq.beta)
+
+
+def _decide_exam(outcomes: Sequence[bool | None], rule: PassRate) -> Decision:
+    if not outcomes:
+        return Decision("error", 0, 0, 0, None, None, "no-replays", None, "no replays: nothing to decide the exam on")
+    judged = judge_series(outcomes, _exam_policy(rule, len(outcomes)))
+    verdict = {"pass": "pass", "fail": "fail", "error": "error"}.get(judged.verdict or "", "flaky")
+    how = {"held": "held", "sequential": "sequential", "no-replays": "no-replays"}.get(judged.how, "undecided")
+    runs, passes = judged.runs, judged.passes
+    upper = wilson_upper(passes, runs, rule.confidence) if runs else None
+    reason = judged.reason.replace(f"the budget of {len(outcomes)} replays was spent",
+                                   f"{len(outcomes)} replays were spent")
+    return Decision(verdict, passes, runs, judged.errors, judged.lower, upper, how, judged.at, reason)
+
+
 def decide(outcomes: Sequence[bool | None], rule: PassRate) -> Decision:
     """The decision over ``outcomes`` in replay order (True passed, False failed, None errored)."""
+    if rule.rule == "exam":
+        return _decide_exam(outcomes, rule)
     series = [o for o in outcomes if o is not None]
     errors = len(outcomes) - len(series)
     errored = f"; {errors} errored, left out" if errors else ""
@@ -98,6 +128,11 @@ def replays_to_decide(outcomes: Sequence[bool | None], rule: PassRate) -> int:
     decision = decide(outcomes, rule)
     if decision.verdict in ("pass", "fail"):
         return 0
+    if rule.rule == "exam":  # only the sequential test decides an escalated exam
+        sprt = _sprt(rule)
+        assert sprt is not None
+        failures = decision.runs - decision.passes
+        return max(1, min(sprt.to_accept(decision.passes, failures), sprt.to_flag(decision.passes, failures)))
     passes, runs = decision.passes, decision.runs
     candidates = [
         _fewest(lambda k: wilson_lower(passes + k, runs + k, rule.confidence) >= rule.min),

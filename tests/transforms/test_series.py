@@ -115,3 +115,38 @@ def test_replays_to_decide_is_the_fewest_that_could_decide() -> None:
                     return any(decide(outcomes + [extra] * j, rule).verdict != "flaky" for extra in (T, F))
 
                 assert k >= 1 and decided(k) and not any(decided(j) for j in range(1, k)), (rule, passes, failures, k)
+
+
+EXAM = PassRate(min=0.8, rule="exam")
+
+
+def test_an_exam_whose_replays_all_held_passes_without_the_fourteen_replays_a_rate_needs() -> None:
+    decision = decide([True] * 5, EXAM)
+    assert (decision.verdict, decision.how) == ("pass", "held")
+    assert replays_to_decide([True] * 5, EXAM) == 0
+    assert decide([True] * 5, PassRate(min=0.8)).verdict == "flaky"  # the rate rule cannot accept 5 of 5
+
+
+def test_an_exam_with_a_failure_escalates_and_only_the_sequential_test_decides() -> None:
+    one_failure = [True, True, False, True, True]
+    decision = decide(one_failure, EXAM)
+    assert (decision.verdict, decision.how) == ("flaky", "undecided") and "drift" in decision.reason
+    assert replays_to_decide(one_failure, EXAM) >= 1
+    healed = list(one_failure)
+    while decide(healed, EXAM).verdict == "flaky" and len(healed) < 60:
+        healed += [True] * replays_to_decide(healed, EXAM)
+    assert (decide(healed, EXAM).verdict, decide(healed, EXAM).how) == ("pass", "sequential")
+    assert decide(healed, PassRate(min=0.8, rule="exam")).at == len(healed)
+    broken = [False, False, False]
+    assert (decide(broken, EXAM).verdict, decide(broken, EXAM).how) == ("fail", "sequential")
+
+
+def test_an_exam_whose_every_replay_errored_has_no_verdict() -> None:
+    assert decide([None, None], EXAM).verdict == "error"
+    assert decide([], EXAM).verdict == "error"
+
+
+def test_rule_exam_needs_the_sequential_test_and_the_default_rule_keeps_old_hashes() -> None:
+    with pytest.raises(ValueError, match="sequential test alone"):
+        PassRate(min=0.8, rule="exam", sequential=None)
+    assert "rule" not in PassRate(min=0.8).model_dump() and PassRate(min=0.8, rule="exam").model_dump()["rule"] == "exam"
