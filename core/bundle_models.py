@@ -161,27 +161,33 @@ class CaseDef(_Model):
 
 
 class TargetDef(_Model):
-    """What a suite runs against: exactly one of a compiled config or a call set (paths relative to the bundle)."""
+    """What a suite runs against: exactly one of a compiled config, a call set or an exam (paths relative to the
+    bundle)."""
 
     config: Text | None = None
     """A JSON file holding a compiled assistant config; stored inline in the catalog."""
     call_set: Text | None = None
     """A JSONL file of recorded calls, one per line; stored as its absolute path and sha256."""
+    exam: Text | None = None
+    """A coding-agent exam directory (``.assay/exams/<slug>``, every assertion reviewed); stored as its
+    repository, its directory there, its harness and the sha256 of its files."""
     tool_mocks: dict[Text, Rules] | None = None
     """With a config only: per tool name, rules that answer the agent's calls from each case's world
     (:mod:`~.tool_mocks`); the first rule whose ``when`` holds answers. Stored with the target."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "TargetDef":
-        if (self.config is None) == (self.call_set is None):
-            found = "both" if self.config is not None else "neither"
+        named = [k for k in ("config", "call_set", "exam") if getattr(self, k) is not None]
+        if len(named) != 1:
+            found = " and ".join(named) or "neither"
             raise ValueError(
-                f"a target names exactly one of 'config' (a compiled config JSON file) or 'call_set' "
-                f"(a JSONL file of recorded calls); found {found}"
+                f"a target names exactly one of 'config' (a compiled config JSON file), 'call_set' "
+                f"(a JSONL file of recorded calls) or 'exam' (an exam directory); found {found}"
             )
         if self.tool_mocks is not None and self.config is None:
             raise ValueError("'tool_mocks' answer the tool calls of an agent run from a compiled config; a call set's "
-                             "calls were answered when they were recorded — remove tool_mocks or target a config")
+                             "calls were answered when they were recorded, and an exam's agent calls real tools — "
+                             "remove tool_mocks or target a config")
         return self
 
     def stored_mocks(self) -> dict[str, Any]:
@@ -192,17 +198,23 @@ class TargetDef(_Model):
         return {"tool_mocks": ToolMocks(tools=self.tool_mocks).stored()}
 
     @property
-    def kind(self) -> Literal["config", "call_set"]:
-        return "config" if self.config is not None else "call_set"
+    def kind(self) -> Literal["config", "call_set", "exam"]:
+        return "config" if self.config is not None else "call_set" if self.call_set is not None else "exam"
+
+    @property
+    def named(self) -> str:
+        """The path the target names, relative to the bundle's folder."""
+        return self.config or self.call_set or self.exam or ""
 
 
 @dataclass(frozen=True)
 class ResolvedTarget:
     """A suite's target as the catalog stores it."""
 
-    kind: Literal["config", "call_set"]
+    kind: Literal["config", "call_set", "exam"]
     target: dict[str, Any]
-    """``{"config": {...}}`` or ``{"call_set": {"path": ..., "sha256": ...}}``."""
+    """``{"config": {...}}``, ``{"call_set": {"path": ..., "sha256": ...}}`` or
+    ``{"exam": {"repo": ..., "dir": ..., "harness": ..., "sha256": ...}}``."""
 
     @property
     def hash(self) -> str:
@@ -235,7 +247,7 @@ class SuiteDef(_Model):
     name: Text
     """A human name for the suite."""
     target: TargetDef
-    """The compiled config or call set the suite runs against."""
+    """The compiled config, call set or exam the suite runs against."""
     cases: list[Identifier] = Field(min_length=1)
     """Keys of the team's cases, in run order."""
     assertions: list[AssertionDef] = Field(default_factory=list)
@@ -247,7 +259,8 @@ class SuiteDef(_Model):
     once. Editing them changes nothing under test: no re-run, re-judge or re-score."""
     repeat: RepeatPlan | None = None
     """Replay each case ``count`` times per run, and let escalation add replays to undecided cases up to
-    ``budget`` (``{count: 10, budget: 60}``). A call-set suite cannot repeat: a recorded call happened once."""
+    ``budget`` (``{count: 10, budget: 60}``). A call-set suite cannot repeat: a recorded call happened once; an
+    exam suite replays its exam afresh each time."""
 
     _resolved: ResolvedTarget | None = PrivateAttr(default=None)
 

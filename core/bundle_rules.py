@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from .bundle_input import InputLimits, InputProblem
-from .bundle_targets import check_call_set, read_config, target_path
+from .bundle_targets import check_call_set, exam_target, read_config, target_path
 from .criteria import CriteriaSpec
 
 from .bundle_models import (
@@ -89,7 +89,7 @@ def vendor_problems(raw: dict[str, Any]) -> dict[Location, str]:
         for si, suite in _dicts(team.get("suites")):
             loc = ("teams", ti, "suites", si)
             scan(suite, loc, "a suite names its cases and its target")
-            scan(suite.get("target"), (*loc, "target"), "a target is a compiled config or a call set")
+            scan(suite.get("target"), (*loc, "target"), "a target is a compiled config, a call set or an exam")
     return found
 
 
@@ -202,7 +202,7 @@ def _duplicates(items: list[tuple[Location, str]], what: str, scope: str) -> lis
 def resolve_targets(
     suites: list[tuple[int, _SuiteView]], base_dir: Path, limits: InputLimits | None = None
 ) -> list[tuple[Location, str]]:
-    """Read every suite's target file; store the result on the validated suite.
+    """Read every suite's target (a file; an exam: its directory); store the result on the validated suite.
 
     A target is a regular file inside the bundle's folder: an absolute path, a ``..`` escape or a
     link leading outside would let a bundle make Assay read (and store) any file it can read.
@@ -214,11 +214,12 @@ def resolve_targets(
             continue
         kind = suite.target.kind
         loc: Location = ("teams", ti, "suites", suite.index, "target", kind)
-        named = suite.target.config or suite.target.call_set or ""
         try:
-            path = target_path(base_dir, named)
+            path = target_path(base_dir, suite.target.named, folder=kind == "exam")
             if kind == "config":
                 resolved = ResolvedTarget("config", {"config": read_config(path, limits), **suite.target.stored_mocks()})
+            elif kind == "exam":
+                resolved = ResolvedTarget("exam", exam_target(path))
             else:
                 sha256 = check_call_set(path, [k for _, k in suite.cases], limits)
                 resolved = ResolvedTarget("call_set", {"call_set": {"path": str(path), "sha256": sha256}})

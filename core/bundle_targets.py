@@ -1,10 +1,11 @@
-"""Reading a suite's target file: where it may be, and what a config or a call set must hold.
+"""Reading a suite's target: where it may be, and what a config, a call set or an exam must hold.
 
-A target names a file relative to the bundle's folder. It must resolve, links followed, to a regular
-file inside that folder: otherwise a bundle could make ``assay load`` read ``/etc/passwd`` or
-``/proc/self/environ`` and, were it JSON, store it. A config is read whole under its cap; a call set
-is checked line by line by :func:`~.callset.explain`, the same line model the ``recorded`` runner
-replays with, so a bad line is refused at load rather than in the middle of a run.
+A target names a file (an exam: a directory) relative to the bundle's folder. It must resolve, links
+followed, to a regular file (a directory) inside that folder: otherwise a bundle could make ``assay load``
+read ``/etc/passwd`` or ``/proc/self/environ`` and, were it JSON, store it. A config is read whole under
+its cap; a call set is checked line by line by :func:`~.callset.explain`, the same line model the
+``recorded`` runner replays with, so a bad line is refused at load rather than in the middle of a run.
+An exam is loaded whole (:func:`~.exam.load_exam`) and must have every assertion reviewed.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ from typing import Any
 
 from .bundle_input import InputLimits, InputProblem, dotted, hostile_values, read_capped, refuse_special, utf8
 from .callset import explain
+from .errors import BundleError, SchemaVersionError
+from .exam import exam_digest, load_exam, unreviewed
 
-__all__ = ["check_call_set", "read_config", "target_path"]
+__all__ = ["check_call_set", "exam_target", "read_config", "target_path"]
 
 _FIX = "put the file inside the bundle's folder ({base}) and name it relative to that folder"
 
 
-def target_path(base_dir: Path, named: str) -> Path:
-    """The resolved path of a target named ``named``; :class:`InputProblem` when it leaves ``base_dir``."""
+def target_path(base_dir: Path, named: str, *, folder: bool = False) -> Path:
+    """The resolved path of a target named ``named``; :class:`InputProblem` when it leaves ``base_dir``, or
+    is not a regular file (``folder``: not a directory)."""
     base = base_dir.resolve()
     fix = _FIX.format(base=base)
     if "\x00" in named:
@@ -38,6 +42,10 @@ def target_path(base_dir: Path, named: str) -> Path:
         raise InputProblem(f"{named} leads outside the bundle's folder {how}; {fix}")
     if not full.exists():
         raise InputProblem(f"{full} does not exist; target paths are relative to the bundle's folder ({base})")
+    if folder:
+        if not full.is_dir():
+            raise InputProblem(f"{full} is not a directory; an exam target names the exam's directory")
+        return full
     refuse_special(full)
     return full
 
@@ -72,3 +80,25 @@ def check_call_set(path: Path, case_keys: Collection[str], limits: InputLimits) 
         raise InputProblem(f"{path} is not a valid call set: " + "; ".join(lines) + tail)
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def exam_target(path: Path) -> dict[str, Any]:
+    """The stored target of the exam directory ``path`` (resolved): ``{"exam": {"repo", "dir", "harness",
+    "sha256"}}``. Refused when the exam does not load, has assertions in draft, or lives anywhere but
+    ``<repo>/.assay/exams/<slug>``: the replay runs in that repository, at the exam's pinned commit."""
+    try:
+        exam = load_exam(path)
+    except (BundleError, SchemaVersionError) as exc:
+        raise InputProblem(f"{path} is not a valid exam: " + "; ".join(str(exc).splitlines())) from None
+    drafts = unreviewed(exam)
+    if drafts:
+        shown = ", ".join(drafts[:10]) + (f" and {len(drafts) - 10} more" if len(drafts) > 10 else "")
+        raise InputProblem(f"exam {exam.spec.slug!r} ({path}) has {len(drafts)} draft assertion(s) not yet "
+                           f"reviewed: {shown}; an exam runs only once every assertion is reviewed — accept or "
+                           f"delete each with: assay review {path}")
+    if path.parent.name != "exams" or path.parent.parent.name != ".assay":
+        raise InputProblem(f"{path} is not in a repository's .assay/exams/ folder; an exam replays in the "
+                           "repository that holds it — move it to <repo>/.assay/exams/<slug>/")
+    repo = path.parent.parent.parent
+    return {"exam": {"repo": str(repo), "dir": path.relative_to(repo).as_posix(), "harness": exam.spec.runner.name,
+                     "sha256": exam_digest(path)}}

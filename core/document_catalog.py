@@ -190,10 +190,10 @@ class SuiteRow(Body):
     """Its key."""
     name: str
     """Its name."""
-    target_kind: Literal["config", "call_set"]
+    target_kind: Literal["config", "call_set", "exam"]
     """What it targets."""
     target: str
-    """The compiled config's name or the call set's file name."""
+    """The compiled config's name, the call set's file name, or the exam's directory."""
     cases: int
     """Its cases."""
     consumers: list[str]

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, TypeAdapter, create_model
 from .document_calls import CallsImportDoc, CallsReviewDoc
 from .document_catalog import LS_BODIES, InitDoc, LoadDoc, PlanDoc, VersionDoc
 from .document_drill import DiffDoc, ShowDoc
+from .document_exam_runs import ExamsDoc
 from .document_exams import BlessDoc, CalibrateDoc, DistilDoc, ExportDoc, ReviewDoc, SessionsDoc
 from .document_legacy import LegacyDoc
 from .document_report import ReportDoc
@@ -56,7 +57,7 @@ BODIES: dict[str, tuple[type[BaseModel], ...]] = {
     "assay.calls.import": (CallsImportDoc,), "assay.calls.review": (CallsReviewDoc,),
     "assay.version": (VersionDoc,), "assay.sessions": (SessionsDoc,), "assay.bless": (BlessDoc,),
     "assay.distil": (DistilDoc,), "assay.review": (ReviewDoc,), "assay.export": (ExportDoc,),
-    "assay.calibrate": (CalibrateDoc,),
+    "assay.calibrate": (CalibrateDoc,), "assay.exams": (ExamsDoc,),
 }
 """Schema id -> its body model (several, told apart by their ``kind`` field, when the body varies)."""
 

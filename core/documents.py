@@ -15,7 +15,7 @@ _COMMANDS = (
     "lake.migrate", "lake.vacuum", "lake.compact", "collect", "judge-agreement", "judge-noise",
     "ls", "show", "diff", "server.start", "server.stop", "server.status",
     "deploy", "template", "template.ls", "legacy", "project", "whatif", "report", "calls.import", "calls.review", "version",
-    "sessions", "bless", "distil", "review", "export", "calibrate",
+    "sessions", "bless", "distil", "review", "export", "calibrate", "exams",
 )
 
 _REVISIONS = {"run": 3, "runs": 2, "bench": 2, "verdicts": 3, "judge": 3, "rescore": 3, "ls": 3, "plan": 3,

@@ -16,6 +16,8 @@ One directory per exam (``.assay/exams/<slug>/``)::
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import shutil
 import tempfile
@@ -37,7 +39,8 @@ from .toml_write import toml_dumps
 __all__ = [
     "ASSERTIONS_FILE", "EXAM_FILE", "Exam", "ExamAssertion", "ExamAssertions", "ExamCaps", "ExamEnvironment",
     "ExamRunner", "ExamSource", "ExamSpec", "ExamTools", "ExamWorkspace", "INSTRUCTION_FILE", "PATCH_FILE",
-    "VERIFY_FILE", "load_exam", "read_assertions", "slug_like", "unreviewed", "write_assertions", "write_exam",
+    "VERIFY_FILE", "exam_digest", "load_exam", "read_assertions", "slug_like", "unreviewed", "write_assertions",
+    "write_exam",
 ]  # fmt: skip
 
 EXAM_FILE, INSTRUCTION_FILE, ASSERTIONS_FILE = "exam.toml", "instruction.md", "assertions.toml"
@@ -276,6 +279,18 @@ def load_exam(path: Path) -> Exam:
     verify_path = path / VERIFY_FILE if (path / VERIFY_FILE).is_file() else None
     return Exam(path=path, spec=spec, instruction=instruction, assertions=assertions, patch_path=patch_path,
                 verify_path=verify_path)
+
+
+def exam_digest(path: Path) -> str:
+    """``sha256:<hex>`` of the exam directory's files (those of them that exist): the sha256 of the sorted
+    (name, sha256 of its bytes) pairs. Any edit to the spec, the ask, the assertions, the patch or
+    ``verify.sh`` changes it; other files beside them (``calibration.toml``) do not."""
+    pairs = []
+    for name in sorted((EXAM_FILE, INSTRUCTION_FILE, ASSERTIONS_FILE, PATCH_FILE, VERIFY_FILE)):
+        file = Path(path) / name
+        if file.is_file():
+            pairs.append([name, hashlib.sha256(file.read_bytes()).hexdigest()])
+    return "sha256:" + hashlib.sha256(json.dumps(pairs, separators=(",", ":")).encode()).hexdigest()
 
 
 def unreviewed(exam: Exam) -> list[str]:

@@ -31,8 +31,8 @@ from .evidence import Report
 
 log = logging.getLogger(__name__)
 
-TargetKind = Literal["config", "call_set"]
-TARGET_KINDS: tuple[str, ...] = ("config", "call_set")
+TargetKind = Literal["config", "call_set", "exam"]
+TARGET_KINDS: tuple[str, ...] = ("config", "call_set", "exam")
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,8 @@ class RunJob:
     target_kind: str
     target: dict[str, Any]
     """The run target: ``{"config": {...}}`` (a compiled assistant config) or
-    ``{"call_set": {"path": ..., "sha256": ...}}`` (a file of recorded calls)."""
+    ``{"call_set": {"path": ..., "sha256": ...}}`` (a file of recorded calls) or
+    ``{"exam": {"repo": ..., "dir": ..., "harness": ..., "sha256": ...}}`` (a coding-agent exam)."""
     cases: tuple[CaseSpec, ...]
     deadline_at: datetime | None = None
     assertions: tuple[AssertionSpec, ...] = ()
@@ -200,7 +201,7 @@ class Runner(ABC):
     """Mechanisms whose evidence this runner's reports carry."""
     synchronous: ClassVar[bool] = True
     target_kinds: ClassVar[frozenset[str]]
-    """Run targets this runner can execute (``config``, ``call_set``)."""
+    """Run targets this runner can execute (``config``, ``call_set``, ``exam``)."""
     repeats: ClassVar[bool] = True
     """Whether the runner can replay a case several times in one run (``assay run --repeat``): each replay is a
     case run reported under the case's ``source_ref``. A recording cannot be replayed afresh, nor can a vendor

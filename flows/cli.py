@@ -424,11 +424,11 @@ def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
 
 # Commands kept in modules of their own; each registers itself on the app.
 from . import (  # noqa: E402
-    cli_calls, cli_collect, cli_deploy, cli_drill, cli_exams, cli_export, cli_judge, cli_lake, cli_legacy, cli_ls,
+    cli_calls, cli_collect, cli_deploy, cli_drill, cli_exam_run, cli_exams, cli_export, cli_judge, cli_lake, cli_legacy, cli_ls,
     cli_project, cli_report, cli_server, cli_template, cli_vendors, cli_verdicts,
 )
 
-for _module in (cli_calls, cli_collect, cli_deploy, cli_drill, cli_exams, cli_export, cli_judge, cli_lake, cli_legacy,
+for _module in (cli_calls, cli_collect, cli_deploy, cli_drill, cli_exam_run, cli_exams, cli_export, cli_judge, cli_lake, cli_legacy,
                 cli_ls, cli_project, cli_report, cli_server, cli_template, cli_vendors, cli_verdicts):
     _module.register(app)
 

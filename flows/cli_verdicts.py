@@ -6,9 +6,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from .cli_exam_run import ConditionOpt, ModelOpt, ParallelOpt, StrictOpt
+from .cli_exams import RepoOpt
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")]
 GateOpt = Annotated[list[str] | None, typer.Option(
@@ -29,7 +33,9 @@ def _without_cases(rows: list[dict]) -> list[dict]:
 
 
 def run(
-    suite: Annotated[str, typer.Argument(help="The suite: TEAM/SUITE, or SUITE when unambiguous.")],
+    suite: Annotated[str, typer.Argument(metavar="SUITE|EXAM", help="The suite: TEAM/SUITE, or SUITE when "
+                                         "unambiguous; or an exam: its slug in the repository's .assay/exams/, "
+                                         "or its directory.")],
     runner: Annotated[str | None, typer.Option(help="Runner name; default: the one for the suite's target.")] = None,
     deadline: Annotated[float | None, typer.Option(help="Minutes after which the run is not worth waiting for.")] = None,
     repeat: Annotated[int | None, typer.Option(
@@ -40,12 +46,29 @@ def run(
                     "(needs a consumer whose criteria has a pass_rate); default: the suite's plan, else none.")] = None,
     gate: GateOpt = None,
     junit: JunitOpt = None,
+    repo: RepoOpt = Path("."),
+    condition: ConditionOpt = None,
+    model: ModelOpt = None,
+    strict_stale: StrictOpt = False,
+    parallel: ParallelOpt = 1,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a suite through a runner, store what it produced as evidence, and show each consumer's verdict.
 
     Exits 0 when the run completed, 82 when it ended error or timed out; with --gate, by the verdicts.
+    An exam (a slug of .assay/exams/ or an exam directory) is administered as `assay ci EXAM` does, with
+    its verdict codes: 0, 80, 81, 82, 83 (--strict-stale).
     """
+    from .cli_exam_run import ExamOptions, administer, is_exam
+
+    if is_exam(suite, repo):
+        administer([suite], ExamOptions(repo=repo, condition=condition, model=model, repeat=repeat, budget=budget,
+                                        parallel=parallel, strict_stale=strict_stale), as_json)
+    elif condition or model or strict_stale:
+        from assay.core.errors import UsageError
+
+        raise UsageError(f"{suite} is not an exam (no exam.toml there nor in {repo.resolve() / '.assay/exams'}): "
+                         "--condition, --model and --strict-stale apply to exams only")
     from . import cli
     from .gates import check_suite_gates, run_code, write_junit
     from .judging import verdicts_for

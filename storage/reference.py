@@ -138,7 +138,7 @@ GLOSSARY = {
     "name": "A human-readable name.",
     "description": "What it means, in words.",
     "suite_key": "The suite's key, unique within its team.",
-    "target_kind": "What the suite runs against: `config` (a compiled config) or `call_set` (recorded calls).",
+    "target_kind": "What the suite runs against: `config` (a compiled config), `call_set` (recorded calls) or `exam` (a coding-agent exam).",
     "target": "The target itself (JSON).",
     "target_hash": "sha256 of the target's canonical JSON.",
     "title": "One line naming the situation.",

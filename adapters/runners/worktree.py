@@ -10,8 +10,10 @@ what the agent changed, patch excluded. The worktree is removed when the block e
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,8 +53,36 @@ class GitFailed(RuntimeError):
         super().__init__(f"git {' '.join(args)}: {message}")
 
 
+_LOCKS: dict[Path, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+@contextmanager
+def _worktree_admin(cwd: Path) -> Iterator[None]:
+    """Hold the repository's worktree administration alone: ``git worktree prune`` (which ``remove`` also does)
+    deletes the record of a worktree another ``git worktree add`` is still writing, so replays running side by
+    side — threads of this process or other processes — take turns. A thread lock, then a file lock in the
+    repository's common git directory."""
+    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=cwd, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL).stdout.strip()
+    path = (Path(cwd) / (common or ".git")).resolve() / "assay-worktrees.lock"
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(path, threading.Lock())
+    with lock, path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run git in ``cwd`` (no input, paths unquoted); :class:`GitFailed` with git's words when ``check``."""
+    """Run git in ``cwd`` (no input, paths unquoted); :class:`GitFailed` with git's words when ``check``.
+    ``git worktree`` commands run one at a time per repository (:func:`_worktree_admin`)."""
+    if args and args[0] == "worktree":
+        with _worktree_admin(cwd):
+            return _run_git(cwd, *args, check=check)
+    return _run_git(cwd, *args, check=check)
+
+
+def _run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=cwd, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL)
     if check and done.returncode != 0:

@@ -59,9 +59,11 @@ def _members(conn: sa.Connection) -> dict[str, list[str]]:
 
 
 def _target_label(kind: str, target: dict[str, Any]) -> str:
-    """A compiled config's name, or a call set's file name."""
+    """A compiled config's name, a call set's file name, or an exam's directory."""
     if kind == "config":
         return str((target.get("config") or {}).get("name", "compiled config"))
+    if kind == "exam":
+        return str((target.get("exam") or {}).get("dir", "exam"))
     return PurePath(str((target.get("call_set") or {}).get("path", "call set"))).name
 
 

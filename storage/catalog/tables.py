@@ -122,7 +122,7 @@ suites = sa.Table(
                   "may reach by escalation; null: each case runs once."),
     *_stamps(),
     sa.UniqueConstraint("team_id", "suite_key", name="uq_suites_team_key"),
-    sa.CheckConstraint("target_kind IN ('config', 'call_set')", name="target_kind"),
+    sa.CheckConstraint("target_kind IN ('config', 'call_set', 'exam')", name="target_kind"),
 )
 
 suite_cases = sa.Table(

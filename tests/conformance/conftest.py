@@ -6,6 +6,7 @@ list visible even when every test is green, so a gap is never forgotten.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,16 +18,21 @@ _RUNNERS = pytest.StashKey[set[str]]()
 
 
 @pytest.fixture(scope="module", autouse=True)
-def fake_vendors() -> Iterator[dict]:
+def fake_vendors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """The fake vendors, started once per kit module, and the ``ASSAY_*`` variables that point the vendor
     runners (and their caller simulator) at them; spawned subprocesses inherit them. The judge is left
-    unset: the kit is about the runner contract, not judging."""
+    unset: the kit is about the runner contract, not judging. The exam runners get their agents the same
+    way: the fake harness as ``claude``, and a shell command as the command agent (never a real agent)."""
     from assay.fakes.serve import FAKE_MODEL, environment, running, settings_env
 
+    claude = tmp_path_factory.mktemp("harness") / "claude"
+    claude.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m assay.fakes.harness "$@"\n')
+    claude.chmod(0o755)
     with running() as fakes:
         env = {k: v for k, v in settings_env(fakes).items() if not k.startswith("ASSAY_JUDGE_")}
         env |= {"ASSAY_CALLER_BASE_URL": fakes["openai"].url + "/v1", "ASSAY_CALLER_MODEL": FAKE_MODEL,
-                "ASSAY_CALLER_API_KEY": fakes["openai"].key}
+                "ASSAY_CALLER_API_KEY": fakes["openai"].key, "ASSAY_CLAUDE_BIN": str(claude),
+                "ASSAY_EXAM_COMMAND": "sed -i 's/hello/hello, world/' greeting.txt"}
         with environment(env):
             yield fakes
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from assay.core.errors import NotFoundError
+from assay.core.names import listed
 from assay.core.plugins import (
     ENTRY_POINT_GROUP,
     RunnerPluginError,
@@ -78,7 +79,7 @@ def test_a_plugin_is_listed_without_import_and_loaded_when_asked_for(site: Path)
         (
             "plugin_bad:Thing",
             GOOD.format(cls="Thing", name="bad") + "    target_kinds = frozenset({'phone'})\n",
-            "runner 'bad' declares unknown target kinds ['phone']; known: ['config', 'call_set']",
+            "runner 'bad' declares unknown target kinds ['phone']; known: ['config', 'call_set', 'exam']",
         ),
         (
             "plugin_bad:Thing",
@@ -131,7 +132,7 @@ def test_two_distributions_claiming_one_name_are_refused_by_name(site: Path) -> 
 def test_an_unknown_runner_names_the_installed_ones() -> None:
     with pytest.raises(NotFoundError) as caught:
         runner_class("nope")
-    assert str(caught.value) == f"no runner 'nope'\nknown runners: {', '.join(runner_names())}"
+    assert str(caught.value) == f"no runner 'nope'\nknown runners: {listed(runner_names())}"
     assert {"config_check", "fixed", "recorded"} <= set(runner_names())
     with pytest.raises(NotFoundError) as caught:
         runner_class("recordd")

@@ -1,0 +1,155 @@
+"""The proof, end to end at the command line, with the fake harness in real git repositories and worktrees.
+
+One exam, distilled from a real (fake-harness) session and reviewed, is administered under conditions that
+must each come out as their verdict, with its exit code:
+
+- healthy: PASS on a clean first batch (exit 0), every replay in the record;
+- degraded, regressing 30 % of the time: caught blind as FAIL by the escalated series (exit 80), with the
+  receipts of each failed replay;
+- the same with a budget too small for the sequential test: drift suspected (exit 81);
+- flaky at 50 %: calibration quarantines it, and the run reports FLAKY without spending a replay (exit 0);
+- a moved pin: STALE before any replay (exit 0; 83 with --strict-stale), and a regression elsewhere wins;
+- a crashing harness: ERROR (exit 82), never a FAIL.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from assay.adapters.capture import find_session, read_session
+from assay.core.document_models import validate
+from assay.core.exam import EXAM_FILE, load_exam
+from assay.flows.exam_distil import distil
+from assay.flows.exam_review import review
+
+from test_cli import assay
+from test_exam_calibrate import environment, replays_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+from test_fake_harness import worked_repo  # noqa: E402
+
+SLUG = "half-cent"
+
+
+@pytest.fixture(scope="module")
+def distilled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A repository whose exam is distilled and reviewed (the rubric and the wall-time cap deleted: a loaded
+    machine could break the cap, and no judge is configured): (repo, the fake harness's wrapper)."""
+    root = tmp_path_factory.mktemp("proof")
+    repo, home, session_id = worked_repo(root)
+    exam_dir = distil(read_session(Path(find_session(repo, session_id, {"HOME": str(home)}).path)), repo, slug=SLUG)
+    dropped = [a.key for a in load_exam(exam_dir).assertions
+               if a.check == "rubric" or (a.check == "cap" and a.params["measure"] == "wall_seconds")]
+    review(exam_dir, accept_all=True, delete=dropped)
+    return repo, root / "bin" / "claude"
+
+
+@pytest.fixture
+def repo(distilled: tuple[Path, Path], tmp_path: Path) -> Path:
+    """A copy of the repository and its exam, for a test to change."""
+    return Path(shutil.copytree(distilled[0], tmp_path / "shop", symlinks=True))
+
+
+def administer(repo: Path, tmp_path: Path, fake: Path, mode: str, *args: str, code: int) -> dict:
+    """``assay ARGS --repo REPO --json`` under the fake harness in ``mode``: the ``assay.exams`` document."""
+    env = environment(fake, tmp_path, mode)
+    done = assay(*args, "--repo", str(repo), "--json", home=tmp_path / "assay-home", check=code, extra_env=env)
+    body = json.loads(done.stdout)
+    validate(body)
+    assert body["schema"] == "assay.exams" and body["code"] == code
+    return body
+
+
+def test_a_healthy_condition_passes_on_a_clean_first_batch(distilled, repo: Path, tmp_path: Path) -> None:
+    body = administer(repo, tmp_path, distilled[1], "good", "ci", "--condition", "baseline", code=0)
+    (exam,) = body["exams"]
+    assert (exam["verdict"], exam["how"], exam["code"]) == ("pass", "held", 0)
+    assert exam["counts"] == {"replays": 5, "held": 5, "failed": 0, "errored": 0}
+    assert exam["condition"]["name"] == "baseline" and exam["condition"]["harness"] == "claude-code"
+    assert exam["condition"]["harness_versions"] == ["2.1.3"]
+    assert exam["cost_usd"] > 0 and set(exam["spread"]) == {"cost_usd", "turns", "wall_seconds"}
+    assert exam["adapters"] and all(a["guarantees"] for a in exam["adapters"])
+    assert body["excluded"] == [] and exam["receipts"] == []
+    # the replays are case runs of the record: the ordinary commands read them
+    verdicts = json.loads(assay("verdicts", exam["run_id"], "--json", home=tmp_path / "assay-home").stdout)
+    (gate,) = [v for v in verdicts["verdicts"] if v["consumer"] == "exam_gate"]
+    assert gate["verdict"] == "pass" and gate["series"][0]["runs"] == 5
+
+
+def test_a_degraded_condition_is_caught_blind_as_fail_with_receipts(distilled, repo: Path, tmp_path: Path) -> None:
+    body = administer(repo, tmp_path, distilled[1], "regress:0.3", "ci", "--condition", "degraded", code=80)
+    (exam,) = body["exams"]
+    # replays 4, 7 and 10 regress (the fake spreads 30 % evenly); the sequential test flags at the tenth
+    assert (exam["verdict"], exam["how"], exam["at"]) == ("fail", "sequential", 10)
+    assert exam["counts"] == {"replays": 10, "held": 7, "failed": 3, "errored": 0}
+    assert sorted(r["replay"] for r in exam["receipts"]) == ["replay-0004", "replay-0007", "replay-0010"]
+    assert all(r["failed"] and all(f["key"] and f["reason"] for f in r["failed"]) for r in exam["receipts"])
+    assert [r["steps"] for r in replays_run(tmp_path)].count("regressed") == 3
+
+
+def test_a_budget_spent_before_the_test_decides_is_drift(distilled, repo: Path, tmp_path: Path) -> None:
+    body = administer(repo, tmp_path, distilled[1], "regress:0.3", "run", SLUG, "--budget", "6", code=81)
+    (exam,) = body["exams"]
+    assert (exam["verdict"], exam["how"]) == ("drift", "undecided") and exam["counts"]["replays"] == 6
+    assert "drift" in exam["reason"]
+
+
+def test_a_flaky_exam_is_quarantined_by_calibration_and_not_replayed(distilled, repo: Path, tmp_path: Path) -> None:
+    env = environment(distilled[1], tmp_path, "flaky:0.5")
+    calibrated = assay("calibrate", SLUG, "-n", "4", "--repo", str(repo), "--json", home=tmp_path / "assay-home",
+                       extra_env=env)
+    assert json.loads(calibrated.stdout)["state"] == "flaky"
+    spent = len(replays_run(tmp_path))
+    body = administer(repo, tmp_path, distilled[1], "flaky:0.5", "run", SLUG, code=0)
+    (exam,) = body["exams"]
+    assert exam["verdict"] == "flaky" and exam["calibration"]["reproduced"] == 2 and exam["run_id"] is None
+    assert body["excluded"] == [{"exam": SLUG, "verdict": "flaky", "why": exam["reason"]}]
+    assert len(replays_run(tmp_path)) == spent  # quarantined: not a replay spent
+
+
+def _move_pin(repo: Path, slug: str = SLUG) -> None:
+    path = repo / ".assay" / "exams" / slug / EXAM_FILE
+    text = path.read_text()
+    commit = load_exam(path.parent).spec.workspace.commit
+    path.write_text(text.replace(commit, "0" * 40))
+
+
+def test_a_moved_pin_is_stale_and_counts_only_when_asked(distilled, repo: Path, tmp_path: Path) -> None:
+    _move_pin(repo)
+    body = administer(repo, tmp_path, distilled[1], "good", "run", SLUG, code=0)
+    (exam,) = body["exams"]
+    assert exam["verdict"] == "stale" and "pinned commit" in exam["stale"][0] and exam["run_id"] is None
+    assert replays_run(tmp_path) == []
+    strict = administer(repo, tmp_path, distilled[1], "good", "run", SLUG, "--strict-stale", code=83)
+    assert strict["exams"][0]["code"] == 83
+
+
+def test_a_regression_outranks_a_stale_exam(distilled, repo: Path, tmp_path: Path) -> None:
+    exams = repo / ".assay" / "exams"
+    shutil.copytree(exams / SLUG, exams / "half-cent-copy")
+    text = (exams / "half-cent-copy" / EXAM_FILE).read_text()
+    (exams / "half-cent-copy" / EXAM_FILE).write_text(text.replace(f'slug = "{SLUG}"', 'slug = "half-cent-copy"'))
+    _move_pin(repo, "half-cent-copy")
+    body = administer(repo, tmp_path, distilled[1], "regress:0.3", "ci", "--strict-stale", code=80)
+    assert {e["exam"]: e["verdict"] for e in body["exams"]} == {SLUG: "fail", "half-cent-copy": "stale"}
+    assert body["counts"]["fail"] == 1 and body["counts"]["stale"] == 1
+
+
+def test_a_crashing_harness_is_error_never_fail(distilled, repo: Path, tmp_path: Path) -> None:
+    body = administer(repo, tmp_path, distilled[1], "crash", "run", SLUG, code=82)
+    (exam,) = body["exams"]
+    assert exam["verdict"] == "error" and exam["counts"]["errored"] == exam["counts"]["replays"] == 5
+    assert exam["errors"] and body["excluded"][0]["verdict"] == "error"
+
+
+def test_an_exam_with_drafts_is_refused_before_anything_runs(distilled, repo: Path, tmp_path: Path) -> None:
+    path = repo / ".assay" / "exams" / SLUG / "assertions.toml"
+    path.write_text(path.read_text().replace('status = "accepted"', 'status = "draft"', 1))
+    done = assay("run", SLUG, "--repo", str(repo), home=tmp_path / "assay-home", check=1,
+                 extra_env=environment(distilled[1], tmp_path, "good"))
+    assert "assay review" in done.stderr and replays_run(tmp_path) == []
