@@ -41,7 +41,7 @@ from .gates import NO_VERDICT_STATUSES
 from .exam_suite import find_exams, gates, load_exams
 from .workspace import Workspace
 
-__all__ = ["CONSUMER", "RunSuite", "exam_code", "run_exams", "runner_for"]
+__all__ = ["CONSUMER", "RunSuite", "exam_code", "run_exams", "runner_for", "sweep_dead_replays"]
 
 CONSUMER = "exam_gate"
 """The consumer whose criteria carries the exam rule (:mod:`.exam_suite` declares it)."""
@@ -88,6 +88,37 @@ def _skipped(exam: Exam, verdict: str, reason: str, strict_stale: bool, *, stale
                        diagnostics={}, errors=[], stale=list(stale), calibration=calibration, adapters=[])
 
 
+def sweep_dead_replays(ws: Workspace, repo: Path) -> list[Path]:
+    """Remove the worktrees of ``repo`` that replays of dead runs left (a process killed mid-replay): those
+    under the replay folder of a run of this workspace that is final or whose lease has expired. A live run's
+    replays, and folders of runs this workspace does not know, are left alone. Returns the worktrees removed."""
+    from datetime import UTC, datetime
+
+    from assay.adapters.runners.exam_runner import replays_parent
+    from assay.adapters.runners.worktree import sweep_worktrees
+    import sqlalchemy as sa
+
+    from assay.storage.catalog import tables as t
+
+    root, swept = replays_parent("-").parent, []
+    folders = sorted(root.iterdir()) if root.is_dir() else []
+    with ws.engine.connect() as conn:
+        runs = {r.run_id: r for r in conn.execute(
+            sa.select(t.runs.c.run_id, t.runs.c.status, t.runs.c.lease_expires_at)
+            .where(t.runs.c.run_id.in_([f.name for f in folders])))}
+    now = datetime.now(UTC)
+    for folder in folders:
+        run = runs.get(folder.name)
+        if run is None:
+            continue
+        expired = run.lease_expires_at is not None and run.lease_expires_at.replace(tzinfo=UTC) < now
+        if run.status in t.FINAL_STATUSES or (run.status == "running" and expired):
+            swept += sweep_worktrees(repo, folder)
+            if not any(folder.iterdir()):
+                folder.rmdir()
+    return swept
+
+
 def run_exams(ws: Workspace, repo: Path, names: Sequence[str], run_suite: RunSuite, *, team: str = "exams",
               condition: str | None = None, model: str | None = None, repeat: int | None = None,
               budget: int | None = None, parallel: int = 1, timeout: float | None = None,
@@ -95,6 +126,7 @@ def run_exams(ws: Workspace, repo: Path, names: Sequence[str], run_suite: RunSui
     """Administer the exams of ``repo`` named by ``names`` (every exam when empty): the ``assay.exams`` body."""
     repo = Path(repo).resolve()
     exams = [load_exam(path) for path in find_exams(repo, names)]
+    sweep_dead_replays(ws, repo)
     verdicts: dict[str, ExamVerdict] = {}
     live: list[Exam] = []
     for exam in exams:

@@ -106,3 +106,7 @@ def test_the_readme_exam_walk_through_runs_in_the_repository(worked, tmp_path: P
     assert (repo / ".assay" / "exams" / "half-cent-rounding" / "exam.toml").is_file()
     assert "every assertion is reviewed" in said[next(c for c in said if "--accept-all" in c)]
     assert "3 of 3 replays reproduced" in said[next(c for c in said if c.startswith("assay calibrate"))]
+    administered = said[next(c for c in said if c.startswith("assay ci"))]
+    assert "PASS   half-cent-rounding" in administered and "condition baseline" in administered
+    assert "5 replays: 5 held, 0 failed, 0 errored" in administered and administered.rstrip().endswith("exit 0")
+    assert "PASS   half-cent-rounding" in said[next(c for c in said if c.startswith("assay run"))]

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from assay.adapters.capture import find_session, read_session
+from assay.adapters.runners.exam_runner import replays_parent
 from assay.core.document_models import validate
 from assay.core.exam import EXAM_FILE, load_exam
 from assay.flows.exam_distil import distil
@@ -79,6 +81,21 @@ def test_a_healthy_condition_passes_on_a_clean_first_batch(distilled, repo: Path
     verdicts = json.loads(assay("verdicts", exam["run_id"], "--json", home=tmp_path / "assay-home").stdout)
     (gate,) = [v for v in verdicts["verdicts"] if v["consumer"] == "exam_gate"]
     assert gate["verdict"] == "pass" and gate["series"][0]["runs"] == 5
+
+
+def test_worktrees_a_dead_run_left_are_swept_at_start_up(distilled, repo: Path, tmp_path: Path) -> None:
+    first = administer(repo, tmp_path, distilled[1], "good", "ci", code=0)["exams"][0]["run_id"]
+    dead, foreign = replays_parent(first), replays_parent(f"not-a-run-{tmp_path.name}")
+    for folder in (dead, foreign):  # as a replay killed with its process leaves them
+        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(folder / "left"), "HEAD"], cwd=repo, check=True)
+    try:
+        administer(repo, tmp_path, distilled[1], "good", "ci", code=0)
+        listed = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True).stdout
+        assert str(dead) not in listed and not dead.exists()  # a final run's: swept
+        assert str(foreign / "left") in listed  # a run this workspace does not know: left alone
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(foreign / "left")], cwd=repo)
+        shutil.rmtree(foreign, ignore_errors=True)
 
 
 def test_a_degraded_condition_is_caught_blind_as_fail_with_receipts(distilled, repo: Path, tmp_path: Path) -> None:

@@ -196,3 +196,15 @@ def test_find_exams_by_slug_or_path(repo: Path) -> None:
         find_exams(repo, ["half-cents"])
     assert "half-cent" in unknown.value.nearest and unknown.value.known == ["another", SLUG]
     assert find_exams(repo / "nowhere") == []
+
+
+def test_a_band_gates_once_calibration_set_its_centre(repo: Path) -> None:
+    exam = load_exam(repo / EXAM_DIR)
+    band = next(a for a in exam.assertions if a.check == "band")
+    criteria = exam_bundle(repo, [repo / EXAM_DIR]).teams[0].suites[0].criteria["exam_gate"]
+    assert band.key in criteria.ignore and band.key not in criteria.required
+    calibrated = {**band.params, "center": 6.0, "spread": 0.5}
+    write_assertions(repo / EXAM_DIR / ASSERTIONS_FILE,
+                     [a.model_copy(update={"params": calibrated}) if a.key == band.key else a for a in exam.assertions])
+    criteria = exam_bundle(repo, [repo / EXAM_DIR]).teams[0].suites[0].criteria["exam_gate"]
+    assert band.key in criteria.required and band.key not in criteria.ignore
