@@ -105,17 +105,21 @@ NOTHING_SPENT: dict[str, Any] = {"judge_calls": 0, "judge_cached": 0, "judge_ask
 
 def answer_rubrics(
     ws: Workspace, evaluated: pl.DataFrame, case_runs: pl.DataFrame, judge: str | None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, carried: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """``evaluated`` with the rubric results awaiting ``judge`` answered, plus what the pass spent;
-    ``progress(answered, total)`` hears of the judge's answers as they arrive.
+    ``progress(answered, total)`` hears of the judge's answers as they arrive. ``carried``: the results the
+    pass carries forward unchanged, which the short circuit reads too (an exam's replay whose outcome failed
+    in an earlier pass is not shown to the judge in this one either).
 
     Returns the rows (in no particular order) with :data:`~assay.transforms.carry.JUDGE_SPEND`
     columns added, and what :func:`ask_cached` spent.
     """
     spend = [pl.lit(None, dtype).alias(name) for name, dtype in JUDGE_SPEND.items()]
     waiting = (pl.col("mechanism") == "rubric") & (pl.col("reason") == AWAITING_JUDGE).fill_null(False)
-    todo, skipped = short_circuit(evaluated.filter(waiting), evaluated)  # cheapest first, for exams' replays
+    seen = ["case_run_id", "assertion_key", "mechanism", "met"]
+    results = evaluated.select(seen) if carried is None else pl.concat([evaluated.select(seen), carried.select(seen)])
+    todo, skipped = short_circuit(evaluated.filter(waiting), results)  # cheapest first, for exams' replays
     rest = pl.concat([evaluated.filter(~waiting), skipped.select(evaluated.columns)]).with_columns(spend)
     if judge is None or todo.is_empty():
         return rest, dict(NOTHING_SPENT)

@@ -102,7 +102,7 @@ def judge_runs(
                      new_versions_only=new_versions_only, force=force)
     evaluated = evaluate(case_runs, evaluations, plan.fresh, supported_mechanisms(), judge)
     asked = (lambda done, total: tell(done, total, "judge answers")) if progress else None
-    evaluated, spent = answer_rubrics(ws, evaluated, case_runs, judge, asked)  # our judge: cache, then requests
+    evaluated, spent = answer_rubrics(ws, evaluated, case_runs, judge, asked, plan.carried)  # cache, then requests
     results = pass_results(evaluated, plan.carried, versions)
     outcomes = new_outcomes(case_runs.select("case_run_id", "run_id", "case_key", "team_id", "date"), results, previous)
     written = write_pass(lake, outcomes, results, trigger=trigger, judge=judge, summarise=key_counts)

@@ -170,3 +170,24 @@ def test_an_exam_with_drafts_is_refused_before_anything_runs(distilled, repo: Pa
     done = assay("run", SLUG, "--repo", str(repo), home=tmp_path / "assay-home", check=1,
                  extra_env=environment(distilled[1], tmp_path, "good"))
     assert "assay review" in done.stderr and replays_run(tmp_path) == []
+
+
+def test_the_judge_sees_only_replays_whose_cheaper_tiers_held_and_never_decides(distilled, repo: Path,
+                                                                               tmp_path: Path) -> None:
+    from assay.core.exam import ASSERTIONS_FILE, ExamAssertion, write_assertions
+    from assay.fakes.serve import running, settings_env
+
+    exam_dir = repo / ".assay" / "exams" / SLUG
+    rubric = ExamAssertion(key="does-what-was-asked", tier="judged", check="rubric", status="accepted",
+                           params={"text": "The agent fixed the rounding and touched nothing else."})
+    write_assertions(exam_dir / ASSERTIONS_FILE, [*load_exam(exam_dir).assertions, rubric])
+    with running() as fakes:
+        judge = {k: v for k, v in settings_env(fakes).items() if k.startswith("ASSAY_JUDGE_")}
+        env = environment(distilled[1], tmp_path, "regress:0.3") | judge
+        done = assay("ci", "--repo", str(repo), "--json", home=tmp_path / "assay-home", check=80, extra_env=env)
+    (exam,) = json.loads(done.stdout)["exams"]
+    assert (exam["verdict"], exam["at"]) == ("fail", 10)  # as without the rubric: it never decides
+    assert exam["diagnostics"][rubric.key] == {"met": 7, "not_met": 0, "undetermined": 3}
+    shown = assay("show", exam["receipts"][0]["case_run_id"], "--json", home=tmp_path / "assay-home",
+                  extra_env=env)
+    assert "not shown to the judge: a cheaper tier already failed" in shown.stdout
