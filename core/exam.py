@@ -39,12 +39,14 @@ from .toml_write import toml_dumps
 __all__ = [
     "ASSERTIONS_FILE", "EXAM_FILE", "Exam", "ExamAssertion", "ExamAssertions", "ExamCaps", "ExamEnvironment",
     "ExamRunner", "ExamSource", "ExamSpec", "ExamTools", "ExamWorkspace", "INSTRUCTION_FILE", "PATCH_FILE",
-    "VERIFY_FILE", "exam_digest", "load_exam", "read_assertions", "slug_like", "unreviewed", "write_assertions",
+    "VERIFY_FILE", "VERIFY_KEY", "exam_digest", "load_exam", "read_assertions", "slug_like", "unreviewed", "write_assertions",
     "write_exam",
 ]  # fmt: skip
 
 EXAM_FILE, INSTRUCTION_FILE, ASSERTIONS_FILE = "exam.toml", "instruction.md", "assertions.toml"
 PATCH_FILE, VERIFY_FILE = "workspace.patch", "verify.sh"
+VERIFY_KEY = "verify_sh"
+"""The assertion key an exam's ``verify.sh`` is judged under, in calibration and in the record alike."""
 EXAM_SCHEMA, ASSERTIONS_SCHEMA = "assay.exam", "assay.exam.assertions"
 REVISION = 1
 

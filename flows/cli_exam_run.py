@@ -8,6 +8,7 @@ suspected (an escalation the budget stopped), 82 no verdict possible (the harnes
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,15 +37,19 @@ TimeoutOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS"
                                                   "harness after this long (default: the exam's wall-time cap).")]
 
 
+@dataclass(frozen=True)
 class ExamOptions:
     """What ``assay run EXAM`` and ``assay ci`` share."""
 
-    def __init__(self, *, repo: Path = Path("."), team: str = "exams", condition: str | None = None,
-                 model: str | None = None, repeat: int | None = None, budget: int | None = None, parallel: int = 1,
-                 timeout: float | None = None, strict_stale: bool = False) -> None:
-        self.repo, self.team, self.condition, self.model = repo, team, condition, model
-        self.repeat, self.budget, self.parallel, self.timeout, self.strict_stale = (repeat, budget, parallel,
-                                                                                    timeout, strict_stale)
+    repo: Path = Path(".")
+    team: str = "exams"
+    condition: str | None = None
+    model: str | None = None
+    repeat: int | None = None
+    budget: int | None = None
+    parallel: int = 1
+    timeout: float | None = None
+    strict_stale: bool = False
 
 
 def is_exam(name: str, repo: Path = Path(".")) -> bool:

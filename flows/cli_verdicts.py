@@ -67,7 +67,9 @@ def run(
     elif condition or model or strict_stale:
         from assay.core.errors import UsageError
 
-        raise UsageError(f"{suite} is not an exam (no exam.toml there nor in {repo.resolve() / '.assay/exams'}): "
+        from .exam_distil import exams_root
+
+        raise UsageError(f"{suite} is not an exam (no exam.toml there nor in {exams_root(repo.resolve())}): "
                          "--condition, --model and --strict-stale apply to exams only")
     from . import cli
     from .gates import check_suite_gates, run_code, write_junit

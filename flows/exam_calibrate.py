@@ -37,7 +37,8 @@ from assay.core.document_exams import CalibratedBand as BandSet
 from assay.core.document_exams import CalibrationSpread as Spread
 from assay.core.errors import ConfigError, UsageError
 from assay.core.evidence import Report, evaluation_schema
-from assay.core.exam import ASSERTIONS_FILE, Exam, ExamAssertion, load_exam, read_assertions, write_assertions
+from assay.core.exam import (ASSERTIONS_FILE, VERIFY_KEY, Exam, ExamAssertion, load_exam, read_assertions,
+                             write_assertions)
 from assay.core.exam_checks import mechanism_for
 from assay.core.files import replace_text
 from assay.core.ids import canonical_json
@@ -55,8 +56,6 @@ CALIBRATION_FILE = "calibration.toml"
 CALIBRATION_SCHEMA = "assay.exam.calibration"
 GATING_TIERS = ("outcome", "trajectory")
 """The tiers a replay must meet to reproduce the exam (profile is diagnostic, judged never decides alone)."""
-VERIFY_KEY = "verify.sh"
-"""The key under which the exam's ``verify.sh`` probe is judged."""
 MAD_SCALE = 1.4826
 """Scales the median absolute deviation to a normal distribution's standard deviation."""
 LEAST_SPREAD = 0.01

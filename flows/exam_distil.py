@@ -24,7 +24,7 @@ from .exam_suggest import assistant_turns, caps_for, suggest_assertions, test_hi
 from .exam_workspace import (environment_fingerprint, git, has_commit, workspace_commit, workspace_patch,
                              written_paths)
 
-__all__ = ["bless", "blessed_path", "distil", "exam_dir"]
+__all__ = ["bless", "blessed_path", "distil", "exam_dir", "exams_root"]
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
@@ -55,9 +55,14 @@ def bless(session: Session, home: Path) -> Path:
     return path
 
 
+def exams_root(repo: Path) -> Path:
+    """Where a repository keeps its exams: ``<repo>/.assay/exams``."""
+    return Path(repo) / ".assay" / "exams"
+
+
 def exam_dir(repo: Path, slug: str) -> Path:
     """Where an exam lives in a repository: ``<repo>/.assay/exams/<slug>``."""
-    return Path(repo) / ".assay" / "exams" / slug
+    return exams_root(repo) / slug
 
 
 def distil(session: Session, repo: Path, *, slug: str | None = None, out: Path | None = None, verify: bool = True,

@@ -38,13 +38,11 @@ from assay.core.plugins import registered
 from .exam_calibrate import CALIBRATION_FILE
 from .exam_stale import stale_reasons
 from .gates import NO_VERDICT_STATUSES
-from .exam_suite import find_exams, gates, load_exams
+from .exam_suite import CONSUMER, find_exams, gates, load_exams
 from .workspace import Workspace
 
-__all__ = ["CONSUMER", "RunSuite", "exam_code", "run_exams", "runner_for", "sweep_dead_replays"]
+__all__ = ["RunSuite", "exam_code", "exam_report", "run_exams", "runner_for", "sweep_dead_replays"]
 
-CONSUMER = "exam_gate"
-"""The consumer whose criteria carries the exam rule (:mod:`.exam_suite` declares it)."""
 MEASURES = ("cost_usd", "turns", "wall_seconds")
 
 RunSuite = Callable[[str, str, dict[str, Any], int | None, int | None], dict[str, Any]]

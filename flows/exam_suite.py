@@ -23,32 +23,26 @@ import sqlalchemy as sa
 
 from assay.core.bundle import Bundle, validate_bundle
 from assay.core.errors import BundleError, NotFoundError, SchemaVersionError
-from assay.core.exam import EXAM_FILE, Exam, ExamAssertion, exam_digest, load_exam, unreviewed
+from assay.core.exam import EXAM_FILE, VERIFY_KEY, Exam, ExamAssertion, exam_digest, load_exam, unreviewed
 from assay.core.exam_checks import mechanism_for
 from assay.storage.catalog import tables as t
 from assay.storage.catalog.load import apply_load, plan_load
 from assay.transforms.exam_series import ExamPolicy
 
+from .exam_distil import exams_root
 from .workspace import Workspace
 
-__all__ = ["CONSUMER", "TAG", "exam_bundle", "exams_root", "find_exams", "load_exams", "suite_key"]
+__all__ = ["CONSUMER", "TAG", "exam_bundle", "find_exams", "gates", "load_exams", "suite_key"]
 
 CONSUMER = "exam_gate"
 """The consumer whose criteria decide an exam's replays under the exam rule."""
 TAG = "exam"
 """The tag every exam suite carries."""
-VERIFY_KEY = "verify_sh"
-"""The assertion key of an exam's ``verify.sh``."""
 GATING = ("outcome", "trajectory")
 """The tiers whose assertions the consumer requires; the others are diagnostics it ignores."""
 TITLE_CHARS = 120
 
 _POLICY = ExamPolicy()
-
-
-def exams_root(repo: Path) -> Path:
-    """Where a repository keeps its exams: ``<repo>/.assay/exams``."""
-    return Path(repo) / ".assay" / "exams"
 
 
 def suite_key(slug: str) -> str:

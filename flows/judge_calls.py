@@ -117,9 +117,13 @@ def answer_rubrics(
     """
     spend = [pl.lit(None, dtype).alias(name) for name, dtype in JUDGE_SPEND.items()]
     waiting = (pl.col("mechanism") == "rubric") & (pl.col("reason") == AWAITING_JUDGE).fill_null(False)
-    seen = ["case_run_id", "assertion_key", "mechanism", "met"]
-    results = evaluated.select(seen) if carried is None else pl.concat([evaluated.select(seen), carried.select(seen)])
-    todo, skipped = short_circuit(evaluated.filter(waiting), results)  # cheapest first, for exams' replays
+    todo = evaluated.filter(waiting)
+    if todo.is_empty():  # no rubric in this pass: nothing to ask, nothing to short-circuit
+        return evaluated.with_columns(spend), dict(NOTHING_SPENT)
+    columns = ["case_run_id", "assertion_key", "mechanism", "met"]
+    known = evaluated.select(columns) if carried is None else pl.concat([evaluated.select(columns),
+                                                                         carried.select(columns)])
+    todo, skipped = short_circuit(todo, known)  # cheapest first, for exams' replays
     rest = pl.concat([evaluated.filter(~waiting), skipped.select(evaluated.columns)]).with_columns(spend)
     if judge is None or todo.is_empty():
         return rest, dict(NOTHING_SPENT)

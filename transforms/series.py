@@ -62,12 +62,13 @@ def _sprt(rule: PassRate) -> Sprt | None:
 
 
 def _exam_policy(rule: PassRate, replays: int) -> ExamPolicy:
-    """The exam policy of ``rule`` over a series of ``replays``: the batch that ran is the first batch, and
-    the budget is what the run spent (escalation stops at the run's budget; judging reads what arrived)."""
+    """The exam policy of ``rule`` over a series of ``replays``: the batch that ran is the first batch, and the
+    budget is never reached here (escalation stops at the run's budget; judging reads what arrived), so a series
+    the sequential test left open is pending, never decided by a budget this rule does not know."""
     seq = rule.sequential
     assert seq is not None, "PassRate validates that rule 'exam' has a sequential test"
     n = max(replays, 1)
-    return ExamPolicy(replays=n, budget=n, healthy=seq.healthy, regressed=seq.regressed, alpha=seq.alpha,
+    return ExamPolicy(replays=n, budget=n + 1, healthy=seq.healthy, regressed=seq.regressed, alpha=seq.alpha,
                       beta=seq.beta)
 
 
@@ -75,13 +76,13 @@ def _decide_exam(outcomes: Sequence[bool | None], rule: PassRate) -> Decision:
     if not outcomes:
         return Decision("error", 0, 0, 0, None, None, "no-replays", None, "no replays: nothing to decide the exam on")
     judged = judge_series(outcomes, _exam_policy(rule, len(outcomes)))
-    verdict = {"pass": "pass", "fail": "fail", "error": "error"}.get(judged.verdict or "", "flaky")
-    how = {"held": "held", "sequential": "sequential", "no-replays": "no-replays"}.get(judged.how, "undecided")
     runs, passes = judged.runs, judged.passes
     upper = wilson_upper(passes, runs, rule.confidence) if runs else None
-    reason = judged.reason.replace(f"the budget of {len(outcomes)} replays was spent",
-                                   f"{len(outcomes)} replays were spent")
-    return Decision(verdict, passes, runs, judged.errors, judged.lower, upper, how, judged.at, reason)
+    if judged.verdict is None:  # escalated, neither bound crossed: more replays, or drift at the budget
+        return Decision("flaky", passes, runs, judged.errors, judged.lower, upper, "undecided", None,
+                        f"{judged.reason}: undecided, drift suspected if the budget stops it here")
+    return Decision(judged.verdict, passes, runs, judged.errors, judged.lower, upper, judged.how, judged.at,
+                    judged.reason)
 
 
 def decide(outcomes: Sequence[bool | None], rule: PassRate) -> Decision:

@@ -16,20 +16,17 @@ from typing import Any
 
 import pytest
 
-from assay.adapters.capture import find_session, read_session
 from assay.adapters.runners.claude_code import ClaudeCodeHarness
 from assay.adapters.runners.command_agent import CommandHarness
 from assay.adapters.runners.exam_runner import ClaudeCodeRunner, CommandAgentRunner, ExamRunner, replays_parent
 from assay.core.errors import UsageError
 from assay.core.evidence import Report
-from assay.core.exam import INSTRUCTION_FILE, exam_digest, load_exam
+from assay.core.exam import INSTRUCTION_FILE, exam_digest
 from assay.core.plugins import runner_class
 from assay.core.runner import CaseSpec, DriveResult, Lease, Receipt, RunJob, drive
-from assay.flows.exam_distil import distil
-from assay.flows.exam_review import review
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from test_fake_harness import worked_repo  # noqa: E402
+from test_fake_harness import reviewed_exam  # noqa: E402
 
 SLUG = "half-cent"
 
@@ -65,15 +62,8 @@ class MemoryLedger:
 
 @pytest.fixture(scope="module")
 def distilled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """A repository the fake harness fixed the bug in, and its exam, reviewed (the rubric and the wall-time cap
-    dropped: a loaded machine could break it): (repo, exam dir, the fake's wrapper)."""
-    root = tmp_path_factory.mktemp("exam-runner")
-    repo, home, session_id = worked_repo(root)
-    exam_dir = distil(read_session(Path(find_session(repo, session_id, {"HOME": str(home)}).path)), repo, slug=SLUG)
-    dropped = [a.key for a in load_exam(exam_dir).assertions
-               if a.check == "rubric" or (a.check == "cap" and a.params["measure"] == "wall_seconds")]
-    review(exam_dir, accept_all=True, delete=dropped)
-    return repo, exam_dir, root / "bin" / "claude"
+    """A repository the fake harness fixed the bug in, and its exam, reviewed: (repo, exam dir, the fake's wrapper)."""
+    return reviewed_exam(tmp_path_factory.mktemp("exam-runner"), SLUG)
 
 
 def environment(fake: Path, tmp_path: Path, mode: str = "good") -> dict[str, str]:

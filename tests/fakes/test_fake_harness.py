@@ -108,6 +108,24 @@ def worked_repo(root: Path) -> tuple[Path, Path, str]:
     return repo, root / "home", done.result["session_id"]
 
 
+def reviewed_exam(root: Path, slug: str) -> tuple[Path, Path, Path]:
+    """A :func:`worked_repo` whose session is distilled into exam ``slug`` and reviewed: every draft accepted but
+    the rubric (no judge is configured) and the wall-time cap (a loaded machine could break it). (repo, exam
+    dir, the fake harness's ``claude`` wrapper)."""
+    from assay.adapters.capture import find_session, read_session
+    from assay.core.exam import load_exam
+    from assay.flows.exam_distil import distil
+    from assay.flows.exam_review import review
+
+    repo, home, session_id = worked_repo(root)
+    exam_dir = distil(read_session(Path(find_session(repo, session_id, {"HOME": str(home)}).path)), repo, slug=slug)
+    dropped = [a.key for a in load_exam(exam_dir).assertions
+               if a.check == "rubric" or (a.check == "cap" and a.params["measure"] == "wall_seconds")]
+    assert len(dropped) == 2, dropped
+    review(exam_dir, accept_all=True, delete=dropped)
+    return repo, exam_dir, root / "bin" / "claude"
+
+
 def suite_passes(repo: Path) -> bool:
     """Whether the sample project's own tests pass in ``repo``."""
     done = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=repo, capture_output=True, text=True,

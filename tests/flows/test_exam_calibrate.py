@@ -16,7 +16,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from assay.adapters.capture import find_session, read_session
 from assay.adapters.runners.harness import HARNESSES, harness_for
 from assay.core.document_models import validate
 from assay.core.errors import ConfigError, NotFoundError
@@ -24,14 +23,12 @@ from assay.core.exam import ASSERTIONS_FILE, EXAM_FILE, load_exam, write_asserti
 from assay.core.exam_checks import mechanism_for
 from assay.core.toml_write import toml_dumps
 from assay.flows.exam_calibrate import CALIBRATION_FILE, calibrate
-from assay.flows.exam_distil import distil
-from assay.flows.exam_review import review
 from assay.transforms.stats import wilson_lower, wilson_upper
 
 from test_cli import assay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from test_fake_harness import worked_repo  # noqa: E402
+from test_fake_harness import reviewed_exam  # noqa: E402
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 SLUG = "half-cent"
@@ -39,16 +36,8 @@ SLUG = "half-cent"
 
 @pytest.fixture(scope="module")
 def distilled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """A repository the fake harness fixed the bug in, and its exam, reviewed: every draft accepted but the
-    rubric and the wall-time cap (a loaded machine could break it). (repo, exam dir, the fake's wrapper)."""
-    root = tmp_path_factory.mktemp("calibrate")
-    repo, home, session_id = worked_repo(root)
-    exam_dir = distil(read_session(Path(find_session(repo, session_id, {"HOME": str(home)}).path)), repo, slug=SLUG)
-    dropped = [a.key for a in load_exam(exam_dir).assertions
-               if a.check == "rubric" or (a.check == "cap" and a.params["measure"] == "wall_seconds")]
-    assert len(dropped) == 2, dropped
-    review(exam_dir, accept_all=True, delete=dropped)
-    return repo, exam_dir, root / "bin" / "claude"
+    """A repository the fake harness fixed the bug in, and its exam, reviewed: (repo, exam dir, the fake's wrapper)."""
+    return reviewed_exam(tmp_path_factory.mktemp("calibrate"), SLUG)
 
 
 @pytest.fixture
@@ -122,7 +111,7 @@ def test_an_exam_that_regresses_half_the_time_is_flaky(distilled, exam: Path, tm
     assert (done.state, done.reproduced, done.errored, done.rate) == ("flaky", 2, 0, 0.5)
     assert done.upper == pytest.approx(wilson_upper(2, 4)) and done.upper < 0.95
     assert done.lower == pytest.approx(wilson_lower(2, 4))
-    assert done.failing == {command_key(exam): 2, "files-within": 2, "verify.sh": 2}
+    assert done.failing == {command_key(exam): 2, "files-within": 2, "verify_sh": 2}
     written = tomllib.loads((exam / CALIBRATION_FILE).read_text())
     assert written["state"] == "flaky" and written["failing"] == done.failing
     assert all(b.within == 2 for b in done.bands)  # bands come from the reproduced replays only
@@ -177,7 +166,7 @@ def test_the_command_prints_the_figures_and_writes_a_document(distilled, exam: P
     out = shown.stdout
     assert f"{SLUG}: 2 of 4 replays reproduced (0.50; 95% Wilson 0.18-0.82); 0 errored; $0.0" in out
     assert " a replay; flaky\n" in out
-    assert "quarantined" in out and "failed: verify.sh in 2 of 4 replays" in out
+    assert "quarantined" in out and "failed: verify_sh in 2 of 4 replays" in out
     assert f"failed: {command_key(exam)} in 2 of 4 replays" in out and f"wrote {CALIBRATION_FILE}" in out
 
     env["ASSAY_FAKE_HARNESS_MODE"] = "good"

@@ -22,33 +22,24 @@ from pathlib import Path
 
 import pytest
 
-from assay.adapters.capture import find_session, read_session
 from assay.adapters.runners.exam_runner import replays_parent
 from assay.core.document_models import validate
 from assay.core.exam import EXAM_FILE, load_exam
-from assay.flows.exam_distil import distil
-from assay.flows.exam_review import review
 
 from test_cli import assay
 from test_exam_calibrate import environment, replays_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from test_fake_harness import worked_repo  # noqa: E402
+from test_fake_harness import reviewed_exam  # noqa: E402
 
 SLUG = "half-cent"
 
 
 @pytest.fixture(scope="module")
 def distilled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A repository whose exam is distilled and reviewed (the rubric and the wall-time cap deleted: a loaded
-    machine could break the cap, and no judge is configured): (repo, the fake harness's wrapper)."""
-    root = tmp_path_factory.mktemp("proof")
-    repo, home, session_id = worked_repo(root)
-    exam_dir = distil(read_session(Path(find_session(repo, session_id, {"HOME": str(home)}).path)), repo, slug=SLUG)
-    dropped = [a.key for a in load_exam(exam_dir).assertions
-               if a.check == "rubric" or (a.check == "cap" and a.params["measure"] == "wall_seconds")]
-    review(exam_dir, accept_all=True, delete=dropped)
-    return repo, root / "bin" / "claude"
+    """A repository whose exam is distilled and reviewed: (repo, the fake harness's wrapper)."""
+    repo, _, fake = reviewed_exam(tmp_path_factory.mktemp("proof"), SLUG)
+    return repo, fake
 
 
 @pytest.fixture
