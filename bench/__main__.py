@@ -11,7 +11,7 @@ from . import (
     cli, collect, exam_redaction, exam_stats, faults, fleet, flows, ingest, judge, judging, lake, leases, scale,
     secrets, voice_metrics, voice_stats,
 )
-from .common import Result, machine
+from .common import Result, byte_compile_package, machine
 
 BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, cli, flows, scale, fleet, voice_stats,
               voice_metrics, exam_stats, exam_redaction]
@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown benchmark(s) {unknown}; known: {', '.join(known)}", file=sys.stderr)
         return 2
+    byte_compile_package()
     now = datetime.now(UTC).isoformat(timespec="seconds")
     results: list[Result] = []
     for name, bench in known.items():
