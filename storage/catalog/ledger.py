@@ -21,6 +21,7 @@ next collector takes over; the reaper leaves such a run to its deadline.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
@@ -78,6 +79,24 @@ _HAND_BACK = runs.update().where(*_HOLDING, runs.c.provider_ref.is_not(None)).va
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _seen(run_id: str, request_id: str) -> sa.Select:
+    """Whether the run already holds the report with this request id."""
+    return sa.select(sa.literal(1)).where(t.run_reports.c.run_id == run_id, t.run_reports.c.request_id == request_id)
+
+
+@dataclass(frozen=True)
+class StagedReport:
+    """A report whose evidence files are written but not yet named in the manifest (invisible)."""
+
+    report: Report
+    """The report, redacted."""
+    files: list[LakeFile]
+    now: datetime
+    """When it was staged: its rows' ``received_at`` and the moment its lease is checked against."""
+    duplicate: bool = False
+    """The run already held this request id when it was staged: nothing was written."""
 
 
 class CatalogLedger:
@@ -202,21 +221,24 @@ class CatalogLedger:
     def report(self, lease: Lease, report: Report) -> Receipt:
         """Store a report's evidence under a live lease. Idempotent on ``report.request_id``.
 
-        The evidence files are written first, with no catalog lock held; then one short transaction
-        checks the lease (compare-and-set), records the request id and names the files in the lake's
-        manifest. Refused or crashed, the files stay unnamed: nobody reads them, and vacuum removes them.
-        Secrets are redacted first (:func:`~assay.core.redact.redact_report`), so neither the lake nor a
-        rejected report's payload ever holds one.
+        The evidence files are written first, with no catalog lock held (:meth:`stage_report`); then one
+        short transaction checks the lease (compare-and-set), records the request id and names the files
+        in the lake's manifest (:meth:`commit_report`). Refused or crashed, the files stay unnamed: nobody
+        reads them, and vacuum removes them. Secrets are redacted first
+        (:func:`~assay.core.redact.redact_report`), so neither the lake nor a rejected report's payload
+        ever holds one.
         """
+        return self.commit_report(lease, self.stage_report(lease, report))
+
+    def stage_report(self, lease: Lease, report: Report) -> StagedReport:
+        """Redact, assemble and write a report's evidence files, invisible until :meth:`commit_report`
+        names them. Safe to call from several threads at once: :func:`assay.core.runner.drive` writes
+        the next report's files while this one commits. A report already stored writes nothing."""
         report = redact_report(report)
         now = self.clock()
-        seen = sa.select(sa.literal(1)).where(
-            t.run_reports.c.run_id == lease.run_id, t.run_reports.c.request_id == report.request_id
-        )
-        duplicate = Receipt("duplicate", reason=f"request {report.request_id} was already reported")
         with self.engine.connect() as conn:
-            if conn.execute(seen).first():  # a retry of a report already stored: write nothing at all
-                return duplicate
+            if conn.execute(_seen(lease.run_id, report.request_id)).first():  # a retry of a stored report
+                return StagedReport(report, [], now, duplicate=True)
             run = conn.execute(sa.select(runs).where(runs.c.run_id == lease.run_id)).first()
             cases = conn.execute(sa.select(t.run_cases).where(t.run_cases.c.run_id == lease.run_id)).all()
         if run is None:
@@ -226,6 +248,15 @@ class CatalogLedger:
         if evaluations.height:
             staged.append(self.lake.stage("runner_evaluations", evaluations, team_id=run.team_id, date=run.lake_date))
         failpoint("report.staged")
+        return StagedReport(report, staged, now)
+
+    def commit_report(self, lease: Lease, staged: StagedReport) -> Receipt:
+        """The report's one short transaction: the lease checked, the request id recorded, its files named."""
+        report, now = staged.report, staged.now
+        seen = _seen(lease.run_id, report.request_id)
+        duplicate = Receipt("duplicate", reason=f"request {report.request_id} was already reported")
+        if staged.duplicate:
+            return duplicate
         with self.engine.connect() as conn, conn.begin() as txn:
             # Taking the row lock first means a concurrent retry of the same request waits here,
             # then sees the first one's request id below.
@@ -238,7 +269,7 @@ class CatalogLedger:
                 txn.rollback()
                 return duplicate
             else:
-                return self._store(conn, lease, report, staged, now)
+                return self._store(conn, lease, report, staged.files, now)
         return self._reject(lease, report, refusal, now)
 
     def _store(self, conn: sa.Connection, lease: Lease, report: Report, staged: list[LakeFile], now: datetime) -> Receipt:

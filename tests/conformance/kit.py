@@ -209,12 +209,12 @@ def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: st
     ledger = CatalogLedger(engine, Lake(lake_url, engine))
     runner = runner_class(runner_name)()
     runner.batch_size = 1
-    original = ledger.report
+    original = ledger.commit_report  # drive stages each report, then commits it
 
-    def report_then_die(lease, report):
-        original(lease, report)
+    def commit_then_die(lease, staged):
+        original(lease, staged)
         sys.stdout.flush()
         os._exit(17)  # a crash: no release, no cleanup
 
-    ledger.report = report_then_die
+    ledger.commit_report = commit_then_die
     drive_any(runner, ledger, job_for_run(engine, run_id), owner="doomed", ttl_seconds=4)
