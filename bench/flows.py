@@ -30,7 +30,7 @@ from .common import Result, workdir
 from .ingest import write_call_set
 
 CASES = 1_000
-REPEATS = 5
+REPEATS = 15
 TARGET = 1.2
 TEAM, SUITE, CONSUMER = "bench-flows", "calls", "ci"
 ASSERTIONS = [

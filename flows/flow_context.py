@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
-from prefect import task
+from prefect import flow, task
 
 from assay.core.errors import ConfigError
 from assay.core.runner import Receipt
@@ -110,6 +110,17 @@ def retry_if_transient(_task, _task_run, state) -> bool:
     """Prefect retry condition: retry only what may succeed on a second try."""
     exc = state.result(raise_on_failure=False)
     return bool(getattr(exc, "transient", False)) or isinstance(exc, sa.exc.OperationalError)
+
+
+def assay_flow(**options: Any) -> Any:
+    """Prefect's ``flow`` decorator as every Assay flow uses it: with ``options``, results not persisted (a
+    flow's record is the catalog and the lake), and their storage named (Prefect's local storage path, its
+    own default) so that no flow run asks the server for a default result storage, twice, as it starts."""
+    from pathlib import Path
+
+    from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH
+
+    return flow(persist_result=False, result_storage=Path(PREFECT_RESULTS_LOCAL_STORAGE_PATH.value()), **options)
 
 
 io_task = task(retries=3, retry_delay_seconds=[1, 2, 4], retry_condition_fn=retry_if_transient)

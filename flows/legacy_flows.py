@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
 
-from .flow_context import flow_workspace, io_task, workspace
+from .flow_context import assay_flow, flow_workspace, io_task, workspace
 
 
 @io_task
@@ -22,7 +21,7 @@ def legacy_import_task(lineage: str, path: str, team: str | None) -> dict[str, A
     return import_history(workspace(), lineage, path, team)
 
 
-@flow(name="legacy-import")
+@assay_flow(name="legacy-import")
 def legacy_import(lineage: str, path: str, team: str | None = None) -> dict[str, Any]:
     """Import a legacy lineage's export as history: cases, final runs, and one opaque result per legacy
     result; what an earlier import brought in is left as it is."""

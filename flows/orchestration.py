@@ -20,13 +20,13 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from prefect import flow, task, unmapped
+from prefect import task, unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from assay.storage.catalog.runs import get_run
 
 from . import operations as ops
-from .flow_context import emit, flow_workspace, io_task, listen, listening, progress_of, started, summed, workspace
+from .flow_context import assay_flow, emit, flow_workspace, io_task, listen, listening, progress_of, started, summed, workspace
 from .legacy_flows import legacy_import
 from .projection_flows import projections
 from .sweep_flows import nightly_sweep
@@ -94,7 +94,7 @@ def finalise_task(run_id: str, verdicts: list[dict[str, Any]]) -> dict[str, Any]
     return ops.finalise_run(workspace(), run_id, verdicts).to_dict()
 
 
-@flow(name="run-suite", log_prints=False)
+@assay_flow(name="run-suite", log_prints=False)
 def run_suite(
     suite: str,
     runner: str | None = None,
@@ -134,7 +134,7 @@ def judge_runs_task(run_ids: list[str], keys: list[str] | None = None, new_versi
                       force=force, progress=progress_of(",".join(run_ids)))
 
 
-@flow(name="judge")
+@assay_flow(name="judge")
 def judge(run_id: str, force: bool = False) -> dict[str, Any]:
     """Judge one run's stored evidence again (a new outcome per case run), then read each consumer's
     verdict (its stamped verdicts never change); publish them as the artifact ``judged-RUN``."""
@@ -144,7 +144,7 @@ def judge(run_id: str, force: bool = False) -> dict[str, Any]:
         return judged
 
 
-@flow(name="rejudge")
+@assay_flow(name="rejudge")
 def rejudge(
     run_ids: list[str], keys: list[str] | None = None, new_versions_only: bool = False, force: bool = False
 ) -> dict[str, Any]:
@@ -162,7 +162,7 @@ def rejudge(
         return summed(parts)
 
 
-@flow(name="rescore-materialise")
+@assay_flow(name="rescore-materialise")
 def rescore_materialise(suite: str, consumer: str, version: int | None = None,
                         spec: dict[str, Any] | None = None) -> dict[str, Any]:
     """Apply a criteria to the suite's history and append the verdicts to the lake's ``verdicts`` table.

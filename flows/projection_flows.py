@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
-from prefect import flow, unmapped
+from prefect import unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_table_artifact
 
@@ -29,7 +29,7 @@ from assay.storage.lake import FileFilter
 from assay.transforms import fleet
 from assay.transforms.verdicts import latest
 
-from .flow_context import flow_workspace, io_task, workspace
+from .flow_context import assay_flow, flow_workspace, io_task, workspace
 from .workspace import Workspace
 
 
@@ -93,7 +93,7 @@ def stage_task(plan: projection.Pass, suites: dict[str, list[str]], pairs: pl.Da
     return stage(workspace(), plan, suites, pairs)
 
 
-@flow(name="projections", task_runner=ThreadPoolTaskRunner(max_workers=2))
+@assay_flow(name="projections", task_runner=ThreadPoolTaskRunner(max_workers=2))
 def projections(full: bool = False) -> dict[str, Any]:
     """Bring the projected tables up to date: recompute the runs whose projection is stale (all of them with
     ``full``), one task per suite; publishes what it wrote as the table artifact ``projections``."""

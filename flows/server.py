@@ -144,7 +144,8 @@ def _launch(settings: Settings, timeout: float) -> ServerState:
 
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_LOGGING_LEVEL")}  # a full log
-    env.update(PREFECT_HOME=str(settings.prefect_home), PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api")
+    env.update(PREFECT_HOME=str(settings.prefect_home), PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api",
+               PREFECT_SERVER_CSRF_PROTECTION_ENABLED="false")  # it listens on loopback only; clients skip the token
     log = log_path(settings)
     with log.open("ab") as out:
         out.write(f"--- {datetime.now(UTC).isoformat(timespec='seconds')} starting on port {port}\n".encode())

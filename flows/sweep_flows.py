@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from assay.storage.catalog.listing import suites_tagged
 
-from .flow_context import flow_workspace
+from .flow_context import assay_flow, flow_workspace
 from .selection import select_runs
 
 ARTIFACT = "nightly-sweep"
@@ -65,7 +64,7 @@ def table_rows(suites: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-@flow(name="nightly-sweep")
+@assay_flow(name="nightly-sweep")
 def nightly_sweep(tag: str = "nightly") -> dict[str, Any]:
     """Run every suite tagged ``tag`` (a ``run-suite`` subflow each; one failing does not stop the
     others), then re-judge each suite's earlier finalised runs for the assertion versions they have not

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow, unmapped
+from prefect import unmapped
 
 from . import operations as ops
-from .flow_context import flow_workspace, io_task, summed, workspace
+from .flow_context import assay_flow, flow_workspace, io_task, summed, workspace
 
 
 @io_task
@@ -19,7 +19,7 @@ def reap_task() -> dict[str, list[str]]:
     return ops.reap(workspace())
 
 
-@flow(name="reap")
+@assay_flow(name="reap")
 def reap() -> dict[str, list[str]]:
     """Resolve expired leases, passed deadlines and runs never started to timed_out; finalise runs left
     released; tear down the vendor objects dead runs left behind."""
@@ -34,7 +34,7 @@ def collect_task(concurrency: int | None) -> dict[str, Any]:
     return collect_outstanding(workspace(), concurrency).to_dict()
 
 
-@flow(name="collect")
+@assay_flow(name="collect")
 def collect(concurrency: int | None = None) -> dict[str, Any]:
     """Poll every outstanding asynchronous run; store, judge and finalise what finished; time out what is past its deadline."""
     with flow_workspace():
@@ -46,7 +46,7 @@ def compact_task(table: str, team: str | None) -> dict[str, int]:
     return ops.compact(workspace(), table, team)
 
 
-@flow(name="compact")
+@assay_flow(name="compact")
 def compact(table: str | None = None, team: str | None = None) -> dict[str, int]:
     """Rewrite the lake's small files into files of about the target size, one task per table (the old
     files go at vacuum)."""
@@ -60,7 +60,7 @@ def vacuum_task() -> dict[str, int]:
     return ops.vacuum(workspace())
 
 
-@flow(name="vacuum")
+@assay_flow(name="vacuum")
 def vacuum() -> dict[str, int]:
     """Delete lake files nobody will read again (unlisted, or retired), once past the grace period."""
     with flow_workspace():
@@ -72,7 +72,7 @@ def migrate_lake_task() -> dict[str, dict[str, int]]:
     return ops.migrate_lake(workspace())
 
 
-@flow(name="lake-migrate")
+@assay_flow(name="lake-migrate")
 def migrate_lake() -> dict[str, dict[str, int]]:
     """List a lake written before the manifest in the catalog (once; de-duplicating) and derive its re-score state."""
     with flow_workspace():

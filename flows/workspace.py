@@ -150,6 +150,8 @@ def use_prefect_home(settings: Settings, debug: bool = False) -> None:
 
         if url := api_url_if_up(settings):
             os.environ["PREFECT_API_URL"] = url
+            # it runs without CSRF protection (loopback only, .server): no token to fetch per flow run
+            os.environ.setdefault("PREFECT_CLIENT_CSRF_SUPPORT_ENABLED", "false")
     if not debug:
         os.environ["PREFECT_LOGGING_LEVEL"] = "CRITICAL"
         os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # a Dask cluster's chatter (.task_runners)
