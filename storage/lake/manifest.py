@@ -71,8 +71,10 @@ def live(conn: sa.Connection, table: str, where: FileFilter) -> list[tuple[str, 
     if where.runs is not None:
         q = q.where(files.c.file_id.in_(sa.select(file_runs.c.file_id).where(file_runs.c.run_id.in_(list(where.runs)))))
     if where.suites is not None:
-        of_suites = sa.select(t.runs.c.run_id).where(t.runs.c.suite_id.in_(list(where.suites)))
-        q = q.where(files.c.file_id.in_(sa.select(file_runs.c.file_id).where(file_runs.c.run_id.in_(of_suites))))
+        # per file, "does it hold a run of these suites?" (a probe of two primary keys), not the list of every
+        # file id holding any of their runs: that list is most of lake_file_runs once a suite has history
+        q = q.where(sa.exists().where(file_runs.c.file_id == files.c.file_id, file_runs.c.run_id == t.runs.c.run_id,
+                                      t.runs.c.suite_id.in_(list(where.suites))))
     if where.teams is not None:
         q = q.where(files.c.team_id.in_(list(where.teams)))
     if where.since is not None:
