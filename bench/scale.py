@@ -10,8 +10,9 @@ Each measurement copies that workspace afresh (untimed) and times, in full, the 
 ``assay rejudge --suite scale/calls --force`` as a process, with ``ASSAY_DASK_WORKERS`` set to 1 or 2,
 so the command starts a temporary Dask cluster of that many worker processes of one thread each and
 maps the 40 runs over it (cluster start and stop included). Both arms use the workspace's own Prefect
-server (started once, untimed) and ``POLARS_MAX_THREADS=1``, which each worker process inherits, so
-the comparison is of processes, not of Polars' thread pool. The value is the speed-up, the 1-worker
+server (started once, untimed). The command gives that cluster's workers one thread for Polars and for
+DuckDB (:data:`assay.flows.task_runners.WORKER_ENV`), so the comparison is of processes, not of the
+engines' thread pools. The value is the speed-up, the 1-worker
 median time over the 2-worker one; the results of the two arms (each case run's latest outcome) must be
 equal: the counts of met true / false / null and a hash of the sorted (case run, key, met, value).
 """
@@ -108,8 +109,7 @@ def _base(runs: int, calls: int) -> Path:
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_", "POLARS_"))}
-    return {**env, "ASSAY_HOME": str(home), "PREFECT_HOME": str(home / "prefect"), "POLARS_MAX_THREADS": "1",
-            "NO_COLOR": "1", **extra}
+    return {**env, "ASSAY_HOME": str(home), "PREFECT_HOME": str(home / "prefect"), "NO_COLOR": "1", **extra}
 
 
 def _assay(env: dict[str, str], *args: str) -> dict[str, Any]:
@@ -141,24 +141,27 @@ def fingerprint(home: Path) -> dict[str, Any]:
             "met_null": met.null_count(), "hash": digest[:16], "case_runs": atoms["case_run_id"].n_unique()}
 
 
-def _worker_threads(workers: int) -> list[int]:
-    """Polars' thread pool size in each worker of a cluster started as the command starts its own."""
+def _worker_threads(workers: int) -> list[tuple[int, int]]:
+    """(Polars, DuckDB) threads in each worker of a cluster started as the command starts its own."""
     from distributed import Client, LocalCluster
 
-    old = os.environ.get("POLARS_MAX_THREADS")
-    os.environ["POLARS_MAX_THREADS"] = "1"  # as the command's environment passes it to its workers
-    try:
-        with LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
-                Client(cluster) as client:
-            return sorted(client.run(_polars_threads).values())
-    finally:
-        os.environ.pop("POLARS_MAX_THREADS") if old is None else os.environ.update(POLARS_MAX_THREADS=old)
+    from assay.core.settings import Settings
+    from assay.flows.task_runners import task_runner
+
+    with LocalCluster(**task_runner(Settings(dask_workers=workers)).cluster_kwargs) as cluster, Client(cluster) as client:
+        return sorted(client.run(_engine_threads).values())
 
 
-def _polars_threads() -> int:
+def _engine_threads() -> tuple[int, int]:
     import polars as pl
 
-    return pl.thread_pool_size()
+    from assay.core.engines import duckdb_connect
+
+    con = duckdb_connect()
+    try:
+        return pl.thread_pool_size(), con.execute("SELECT current_setting('threads')").fetchone()[0]
+    finally:
+        con.close()
 
 
 def measure(runs: int = RUNS, calls: int = CALLS, repeats: int = REPEATS) -> Result:
@@ -195,7 +198,7 @@ def measure(runs: int = RUNS, calls: int = CALLS, repeats: int = REPEATS) -> Res
         ratio=None, target=">= 1.6x", met=speedup >= 1.6 and same,
         note=f"assay rejudge --force of {runs} runs x {calls:,} case runs x {len(ASSERTIONS)} transcript/tool assertions "
              f"= {runs * calls * len(ASSERTIONS):,} results, ASSAY_DASK_WORKERS=1 vs 2 (temporary LocalCluster, worker "
-             f"processes of 1 thread; Polars threads per worker {threads[1]} / {threads[2]}), timed in full as a process; "
+             f"processes of 1 thread; Polars, DuckDB threads per worker {threads[1]} / {threads[2]}), timed in full as a process; "
              f"median of {repeats}: {one:.1f}s vs {two:.1f}s (all: {[round(t, 1) for t in times[1]]} vs "
              f"{[round(t, 1) for t in times[2]]}); results equal: {same} ({prints[1]})",
     )

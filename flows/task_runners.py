@@ -4,7 +4,8 @@ Wide work (re-judging many runs, compacting the lake's tables) maps one task per
 parts run on Prefect's thread pool in the flow's own process. With ``ASSAY_DASK_ADDRESS`` they run on
 the workers of a running Dask scheduler, possibly on other machines; with ``ASSAY_DASK_WORKERS`` on a
 temporary Dask cluster of that many worker processes on this machine, started for the flow run and
-stopped with it. A task on a Dask worker opens the workspace from its worker's own environment
+stopped with it; each runs one task at a time and its engines (Polars, DuckDB) one thread each, so
+``ASSAY_DASK_WORKERS`` processes share the cores without oversubscribing them. A task on a Dask worker opens the workspace from its worker's own environment
 (:func:`.flow_context.workspace`), so the workers need the same ``ASSAY_*`` settings as the flow.
 
 :func:`wide` reads the settings when it is called, so a module that does ``rejudge = wide(rejudge)``
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
     from assay.core.settings import Settings
 
 F = TypeVar("F")
+
+WORKER_ENV = {"POLARS_MAX_THREADS": "1"}
+"""The environment of a temporary cluster's worker processes, of one thread each: Polars' pool of one
+thread, and so Assay's DuckDB connections too (:mod:`assay.core.engines`)."""
 
 
 def task_runner(settings: Settings) -> Any | None:
@@ -41,7 +46,8 @@ def task_runner(settings: Settings) -> Any | None:
     return AssayDaskTaskRunner(
         cluster_class="distributed.LocalCluster",
         cluster_kwargs={"n_workers": settings.dask_workers, "processes": True, "threads_per_worker": 1,
-                        "dashboard_address": ":0"},  # any free port: two flows at once must not clash
+                        "dashboard_address": ":0",  # any free port: two flows at once must not clash
+                        "env": WORKER_ENV},
     )
 
 

@@ -45,8 +45,8 @@ def _connection() -> "duckdb.DuckDBPyConnection":
     """One in-memory DuckDB per process, closed at exit."""
     import atexit
 
-    import duckdb
+    from assay.core.engines import duckdb_connect
 
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = duckdb_connect()
     atexit.register(con.close)
     return con

@@ -25,6 +25,7 @@ from uuid import UUID
 import pyarrow as pa
 import sqlalchemy as sa
 
+from assay.core.engines import duckdb_connect
 from assay.core.errors import AssayError, EvidenceError
 from assay.core.ids import canonical_json
 
@@ -41,9 +42,6 @@ if TYPE_CHECKING:
     from .lake import Lake, LakeTable
 
 __all__ = ["CATALOG_TABLES", "Answer", "QueryError", "blank", "catalog_schema", "connect", "read_catalog", "run"]
-
-_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-"""No extension is ever installed or loaded (ICU, which gives TimeZone, and JSON are built in)."""
 
 CATALOG_TABLES: tuple[sa.Table, ...] = (
     catalog.teams, catalog.consumers, catalog.suites, catalog.cases, catalog.assertions, catalog.criteria,
@@ -205,9 +203,7 @@ def _arrow_type(column: sa.Column) -> pa.DataType:
 
 
 def _duckdb() -> "duckdb.DuckDBPyConnection":
-    import duckdb
-
-    con = duckdb.connect(":memory:", config=dict(_CONFIG))
+    con = duckdb_connect()
     con.execute("SET TimeZone = 'UTC'")  # timestamps come back in UTC whatever the machine's zone
     return con
 

@@ -74,9 +74,9 @@ def _scan(path: Path, case_keys: list[str]) -> "pa.Table":
 
     Raises ``duckdb.Error`` when DuckDB cannot read the file (malformed JSON, a value it cannot cast).
     """
-    import duckdb
+    from assay.core.engines import duckdb_connect
 
-    con = duckdb.connect(":memory:")
+    con = duckdb_connect()
     try:
         con.execute("SET TimeZone = 'UTC'; SET preserve_insertion_order = true;")
         with _globless(path) as readable:

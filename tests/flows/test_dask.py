@@ -23,7 +23,7 @@ import pytest
 from assay.core.errors import ConfigError
 from assay.core.settings import Settings
 from assay.flows.demo import DEMO
-from assay.flows.task_runners import wide
+from assay.flows.task_runners import WORKER_ENV, task_runner, wide
 
 from test_cli import assay
 
@@ -186,9 +186,34 @@ def _worker_catalogs() -> list[tuple[str, str]]:
                   for ws in flow_context._workers.values())
 
 
+def _engine_threads() -> tuple[int, int]:
+    """Polars' pool and a DuckDB connection of Assay's, in this process: their thread counts."""
+    import polars
+
+    from assay.core.engines import duckdb_connect
+
+    con = duckdb_connect()
+    try:
+        return polars.thread_pool_size(), con.execute("SELECT current_setting('threads')").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_a_temporary_clusters_workers_run_their_engines_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cluster ``ASSAY_DASK_WORKERS`` starts: processes of one thread whose Polars and DuckDB use one
+    thread each, whatever the command's own environment says (here: four)."""
+    from distributed import Client, LocalCluster
+
+    monkeypatch.setenv("POLARS_MAX_THREADS", "4")
+    kwargs = task_runner(Settings(dask_workers=2)).cluster_kwargs
+    with LocalCluster(**kwargs) as cluster, Client(cluster) as client:
+        threads = client.run(_engine_threads)
+    assert sorted(threads.values()) == [(1, 1), (1, 1)], threads
+
+
 @pytest.mark.parametrize(("settings", "expected"), [
     (Settings(dask_workers=3), ("distributed.LocalCluster", {"n_workers": 3, "processes": True, "threads_per_worker": 1,
-                                                              "dashboard_address": ":0"})),
+                                                              "dashboard_address": ":0", "env": WORKER_ENV})),
     (Settings(dask_address="tcp://10.0.0.7:8786"), "tcp://10.0.0.7:8786"),
     (Settings(), None),
 ], ids=["workers", "address", "neither"])
