@@ -7,11 +7,19 @@ is first asked for (:func:`runner_class`) and checked then: a :class:`~.runner.R
 declared name is the entry point's name, with known mechanisms and target kinds. A broken plug-in
 raises :class:`RunnerPluginError` (naming its distribution and entry point) when asked for by name, and
 is left out of :func:`registered` with that error logged, so it never takes the other runners down.
+
+Scanning the installed distributions' entry points and reading their metadata costs milliseconds each
+time, and a run asks for its runner several times. The scan is kept until the import path changes: a
+folder added to ``sys.path``, or a package installed, removed or upgraded in one of its folders (which
+changes that folder's modification time), makes the next question scan again.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import threading
 from collections.abc import Mapping
 from importlib.metadata import EntryPoint, entry_points
 
@@ -43,17 +51,49 @@ class RunnerPluginError(AssayError, TypeError):
 
 _loaded: dict[tuple[str, str, str], type[Runner]] = {}
 _reported: set[str] = set()
+_scanned: tuple[tuple[tuple[str, int | None], ...], dict[str, list[EntryPoint]], dict[int, str]] | None = None
+_scanning = threading.Lock()
+
+
+def _import_path() -> tuple[tuple[str, int | None], ...]:
+    """Each ``sys.path`` folder with its modification time: what installing or removing a package changes."""
+    stamped = []
+    for entry in sys.path:
+        try:
+            stamped.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            stamped.append((entry, None))
+    return tuple(stamped)
+
+
+def _scan() -> tuple[dict[str, list[EntryPoint]], dict[int, str]]:
+    """The group's entry points by runner name, and each one's distribution (name and version) by ``id``;
+    scanned again only when :func:`_import_path` changed."""
+    global _scanned
+    path = _import_path()
+    with _scanning:
+        if _scanned is None or _scanned[0] != path:
+            found: dict[str, list[EntryPoint]] = {}
+            labels: dict[int, str] = {}
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                found.setdefault(ep.name, []).append(ep)
+                labels[id(ep)] = _label(ep)
+            _scanned = (path, found, labels)
+        return _scanned[1], _scanned[2]
 
 
 def _entry_points() -> dict[str, list[EntryPoint]]:
     """Every installed entry point of the group by runner name (several when distributions clash)."""
-    found: dict[str, list[EntryPoint]] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(ep.name, []).append(ep)
-    return found
+    return _scan()[0]
 
 
 def _distribution(ep: EntryPoint) -> str:
+    """``"<name> <version>"`` of the distribution declaring ``ep``: read at the scan that found it, or now."""
+    label = _scan()[1].get(id(ep))
+    return _label(ep) if label is None else label  # None: found by an earlier scan (the path changed since)
+
+
+def _label(ep: EntryPoint) -> str:
     return f"{ep.dist.name} {ep.dist.version}" if ep.dist is not None else "<unknown distribution>"
 
 

@@ -137,3 +137,24 @@ def test_an_unknown_runner_names_the_installed_ones() -> None:
     with pytest.raises(NotFoundError) as caught:
         runner_class("recordd")
     assert str(caught.value).startswith("no runner 'recordd'; did you mean recorded?\nknown runners: ")
+
+
+def test_the_scan_is_kept_until_a_package_is_installed_or_removed(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asking again reads no metadata; installing into a folder already scanned, or removing, is seen."""
+    import importlib.metadata
+    import shutil
+
+    from assay.core import plugins
+
+    scans = []
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(plugins, "entry_points", lambda **kw: scans.append(kw) or real(**kw))
+    before = runner_names()
+    assert runner_names() == before and runner_class("recorded").name == "recorded" and len(registered()) >= 3
+    assert len(scans) <= 1  # one scan at most (none when this path was scanned already)
+
+    late = GOOD.format(cls="LateRunner", name="late")
+    install(site, "late-runner", {"late": "plugin_late:LateRunner"}, {"plugin_late": late})
+    assert "late" in runner_names() and runner_class("late").name == "late"
+    shutil.rmtree(site / "late_runner-1.0.dist-info")
+    assert "late" not in runner_names()
