@@ -8,7 +8,7 @@ red line and exit 1 (the traceback with ``--debug``); a malformed command line e
 from __future__ import annotations
 
 import atexit
-import gc
+import os
 import sys
 from datetime import datetime
 from enum import Enum
@@ -401,7 +401,6 @@ def _print_answer(answer) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point. Typer handles the command line (a malformed one exits 2); our errors end here."""
-    _end_without_collecting()
     try:
         app(args=argv, prog_name="assay")
     except AssayError as exc:
@@ -410,21 +409,43 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc, 1, unexpected=True)
 
 
-def _end_without_collecting() -> None:
-    """Let the process end without the interpreter's last full garbage collections.
+def run_command() -> None:
+    """The ``assay`` program: :func:`main` as the process's entry point, ending without the interpreter's
+    teardown.
 
-    At exit, after the ``atexit`` handlers, Python collects every generation while it tears the modules
-    down; with Prefect, pydantic and the engines imported that is hundreds of thousands of objects,
-    about 0.35-0.7 s of every command for memory the operating system frees anyway. Freezing them
-    (:func:`gc.freeze`) as the last handler skips those passes; everything still closes as before:
-    the handlers run, modules are torn down, and objects not held in reference cycles are freed.
-    Registered once per process, before any handler a command adds, so it runs after all of those."""
-    if not _frozen_at_exit:
-        atexit.register(gc.freeze)
-        _frozen_at_exit.append(True)
+    After the exit handlers, Python would collect every object in several full passes as it tears the
+    modules down: with Prefect, pydantic and the engines imported, hundreds of thousands of objects,
+    0.2-0.7 s of every command, for memory the operating system takes back anyway. So the first exit
+    handler of the process (registered here, before any other: handlers run last-registered first) ends
+    it once all the others have run: standard streams flushed, then ``os._exit`` with the command's exit
+    status. Non-daemon threads have been joined before any handler runs. What it skips is what no command
+    relies on: finalisers of objects still alive (every store closes what it opens, and a catalog's
+    SQLite write-ahead log is replayed by the next open). Tests call :func:`main`, which never does this.
+    """
+    if not atexit._ncallbacks():  # a handler registered earlier would run after ours: then end as usual
+        atexit.register(_end_now)
+    try:
+        main()
+    except SystemExit as done:
+        _ended_with.append(done.code)
+        raise
+    _ended_with.append(0)
 
 
-_frozen_at_exit: list[bool] = []  # not empty once main has registered gc.freeze in this process
+_ended_with: list[object] = []  # the exit status run_command's main ended with (SystemExit's code)
+
+
+def _end_now() -> None:
+    if not _ended_with:  # main did not end (an interrupt, say): let the interpreter end as it does
+        return
+    code = _ended_with[-1]
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            pass
+    # SystemExit's code: None is success, a number the status, anything else was printed (as Python does) and is 1
+    os._exit(0 if code is None else code if isinstance(code, int) else 1)
 
 
 def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
@@ -453,4 +474,4 @@ for _module in (cli_calls, cli_collect, cli_deploy, cli_drill, cli_exam_run, cli
     _module.register(app)
 
 if __name__ == "__main__":
-    main()
+    run_command()
