@@ -16,6 +16,7 @@ The command line calls them in its own process with :func:`attend` (or :func:`wa
 
 from __future__ import annotations
 
+import importlib
 import re
 from datetime import timedelta
 from typing import Any
@@ -27,16 +28,25 @@ from assay.storage.catalog.runs import get_run
 
 from . import operations as ops
 from .flow_context import assay_flow, emit, flow_workspace, io_task, listen, listening, progress_of, started, summed, workspace
-from .legacy_flows import legacy_import
-from .projection_flows import projections
-from .sweep_flows import nightly_sweep
-from .upkeep_flows import collect, compact, migrate_lake, reap, vacuum
 from .workspace import bind_temporary_server
 
 bind_temporary_server()  # Prefect's temporary server dies with the command, even a SIGKILLed one
 
 __all__ = ["attend", "collect", "compact", "judge", "legacy_import", "listen", "migrate_lake", "nightly_sweep",
            "projections", "reap", "rejudge", "rescore_materialise", "run_suite", "vacuum"]
+
+ELSEWHERE = {"collect": ".upkeep_flows", "compact": ".upkeep_flows", "migrate_lake": ".upkeep_flows",
+             "reap": ".upkeep_flows", "vacuum": ".upkeep_flows", "legacy_import": ".legacy_flows",
+             "projections": ".projection_flows", "nightly_sweep": ".sweep_flows"}
+"""The flows kept in modules of their own, by name: imported from here, but only when first asked for,
+so a command that runs one flow does not declare the others (Prefect builds each flow's parameter schema
+as it is declared, about 10 ms a flow)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in ELSEWHERE:
+        return getattr(importlib.import_module(ELSEWHERE[name], __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 VERDICT_COLUMNS = ("run_id", "consumer", "criteria_version", "verdict", "reason", "counted", "excluded", "case_runs")
 """The columns of a published verdict table."""

@@ -5,7 +5,10 @@ Prefect artifacts. A catalog behind the code's schema is refused until `assay in
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -227,3 +230,17 @@ def test_a_command_waits_on_its_flow_runs_without_a_heartbeat(prefect_harness) -
     assert probe() == 180  # a worker's flow runs keep Prefect's heartbeat
     assert attend(probe) is None  # a command's do not: it would hold the command up to a second
     assert probe() == 180  # and only for that call
+
+
+def test_the_flows_kept_elsewhere_are_declared_only_when_asked_for() -> None:
+    """A command running one flow does not declare the others; each name still gives its own flow."""
+    code = (
+        "import sys\n"
+        "from assay.flows import orchestration as o\n"
+        "print(sorted({m for m in o.ELSEWHERE.values() if 'assay.flows' + m in sys.modules}))\n"
+        "print(sorted(name for name in o.ELSEWHERE if getattr(o, name).fn.__name__ != name))\n"
+        "print(sorted(set(o.ELSEWHERE) - set(o.__all__)))\n"
+    )
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}  # no temporary server to bind: none imported
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[]", "[]", "[]"], out
