@@ -48,6 +48,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(ELSEWHERE[name], __package__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 VERDICT_COLUMNS = ("run_id", "consumer", "criteria_version", "verdict", "reason", "counted", "excluded", "case_runs")
 """The columns of a published verdict table."""
 
