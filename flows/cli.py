@@ -415,7 +415,7 @@ def run_command() -> None:
 
     After the exit handlers, Python would collect every object in several full passes as it tears the
     modules down: with Prefect, pydantic and the engines imported, hundreds of thousands of objects,
-    0.2-0.7 s of every command, for memory the operating system takes back anyway. So the first exit
+    0.15-0.85 s of every command, for memory the operating system takes back anyway. So the first exit
     handler of the process (registered here, before any other: handlers run last-registered first) ends
     it once all the others have run: standard streams flushed, then ``os._exit`` with the command's exit
     status. Non-daemon threads have been joined before any handler runs. What it skips is what no command

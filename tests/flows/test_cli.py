@@ -42,7 +42,7 @@ def test_help_imports_no_heavy_library() -> None:
 @pytest.mark.parametrize(("args", "status"), [(["init"], 0), (["runs", "list", "--limit", "zero"], 2)])
 def test_the_program_ends_after_its_exit_handlers_without_the_teardown(tmp_path: Path, args: list[str],
                                                                        status: int) -> None:
-    """`assay` (run_command) skips the interpreter's teardown, 0.2-0.7 s of each command, once every exit
+    """`assay` (run_command) skips the interpreter's teardown, 0.15-0.85 s of each command, once every exit
     handler has run; its output and exit status are the command's own."""
     code = (
         "import atexit, os, sys\n"
