@@ -11,7 +11,9 @@ is left out of :func:`registered` with that error logged, so it never takes the 
 Scanning the installed distributions' entry points and reading their metadata costs milliseconds each
 time, and a run asks for its runner several times. The scan is kept until the import path changes: a
 folder added to ``sys.path``, or a package installed, removed or upgraded in one of its folders (which
-changes that folder's modification time), makes the next question scan again.
+changes that folder's modification time), makes the next question scan again. Like importlib.metadata's
+own cache of a folder, it is as fine as the file system's clock: a change within a few milliseconds of
+a scan is seen from the folder's next change on.
 """
 
 from __future__ import annotations
