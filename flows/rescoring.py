@@ -17,11 +17,11 @@ import polars as pl
 
 from assay.core.criteria import CriteriaSpec, resolve
 from assay.core.ids import content_hash, id_code, name_code
-from assay.storage.catalog.assertions import criteria_spec, stamped_verdicts
+from assay.storage.catalog.assertions import criteria_spec
 from assay.storage.catalog.runs import COVERAGE_COLUMNS, finalised_runs, find_suite, suite_assertion_keys
 from assay.storage.lake import FileFilter, codes
 from assay.transforms.repeats import repeated_run_verdicts
-from assay.transforms.rescore import counted_run_verdicts
+from assay.transforms.rescore import COUNT_COLUMNS, counted_run_verdicts
 from assay.transforms.verdicts import VERDICT_COLUMNS, flips, run_verdicts, with_coverage
 
 from .workspace import Workspace
@@ -70,13 +70,14 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
                  | {k for g in spec.threshold for k in g.keys}}
     if len(by_code) < len(run_ids) or len(set(key_codes.values())) < len(key_codes):
         return ws.lake.collect(run_verdicts(current_atoms(ws, run_ids, suite_id), spec), "current_results", where)
-    counts = ws.lake.scan("run_key_counts", where).filter(pl.col("run").is_in(list(by_code)))
-    if ws.lake.collect(counts.select(pl.col("case_runs").is_null().any()), "run_key_counts", where).item():
+    scan = ws.lake.scan("run_key_counts", where).filter(pl.col("run").is_in(list(by_code)))
+    counts = ws.lake.collect(scan.select(COUNT_COLUMNS), "run_key_counts", where)  # read once: a row per (run, key)
+    if counts["case_runs"].has_nulls():
         atoms = ws.lake.scan("assertion_results", where).filter(pl.col("run_id").is_in(run_ids))
         return ws.lake.collect(run_verdicts(atoms, spec), "assertion_results", where)
     with ws.engine.connect() as conn:
         names = codes.names_of(conn)
-    coded = ws.lake.collect(counted_run_verdicts(counts, spec, key_codes, names), "run_key_counts", where)
+    coded = counted_run_verdicts(counts.lazy(), spec, key_codes, names).collect()
     run_ids_of = pl.DataFrame({"run": list(by_code), "run_id": list(by_code.values())},
                               schema={"run": coded.schema["run"], "run_id": pl.String})  # typed when there are none
     return coded.join(run_ids_of, on="run").select("run_id", *VERDICT_COLUMNS).sort("run_id")
@@ -109,37 +110,30 @@ def rescore(
             label = "candidate"
         keys = suite_assertion_keys(conn, s.suite_id)
         resolve(consumer, spec, keys)
-        rows = finalised_runs(conn, s.suite_id, run_ids)
-        stamped = stamped_verdicts(conn, s.suite_id, consumer)
+        runs = finalised_runs(conn, s.suite_id, consumer, run_ids)
     if progress is not None:
-        progress(0, len(rows))
-    runs = pl.DataFrame({"run_id": [r.run_id for r in rows], "created_at": [r.created_at for r in rows]},
-                        schema={"run_id": pl.String, "created_at": pl.Datetime("us", "UTC")})
-    stamps = pl.DataFrame({"run_id": list(stamped), "stamped": [v[0] for v in stamped.values()],
-                           "stamped_version": [v[1] for v in stamped.values()]},
-                          schema={"run_id": pl.String, "stamped": pl.String, "stamped_version": pl.Int64})
-    verdicts = with_coverage(_rescored(ws, s.suite_id, runs["run_id"].to_list(), spec, keys), coverage_frame(rows), spec)
+        progress(0, runs.height)
+    verdicts = with_coverage(_rescored(ws, s.suite_id, runs["run_id"].to_list(), spec, keys),
+                             runs.select(COVERAGE_COLUMNS), spec)
     coverage = ("counted", "excluded", "case_runs", "case_runs_counted")
     table = (verdicts.select("run_id", "verdict", "reason", *coverage)
-             .join(stamps, on="run_id", how="left")
-             .join(runs, on="run_id", how="left")
+             .join(runs.select("run_id", "stamped", "stamped_version", "created_at"), on="run_id", how="left")
              .sort("run_id"))
     if progress is not None:
-        progress(len(rows), len(rows))
-    flipped = flips(verdicts, table.select("run_id", "stamped").drop_nulls()) if stamps.height else pl.DataFrame()
+        progress(runs.height, runs.height)
+    flipped = flips(verdicts, table.select("run_id", "stamped").drop_nulls())
     judged = verdicts.filter(pl.col("verdict").is_not_null())
     if materialise and judged.height:
         from assay.storage.judgments import write_verdicts
 
-        where = pl.DataFrame({"run_id": [r.run_id for r in rows], "team_id": [r.team_id for r in rows],
-                              "date": [r.lake_date for r in rows]})
+        where = runs.select("run_id", "team_id", date="lake_date")
         write_verdicts(ws.lake, judged.join(where, on="run_id"), suite_id=s.suite_id, consumer=consumer,
                        criteria=label, spec_hash=content_hash(spec.model_dump()))
     return {
         "suite": f"{s.team_id}/{s.suite_key}", "consumer": consumer, "criteria": label, "spec": spec.model_dump(),
         "runs": table.select("run_id", "verdict", "reason", "stamped", _iso("created_at"), "stamped_version",
                               *coverage).to_dicts(),
-        "flips": flipped.to_dicts() if flipped.height else [],
+        "flips": flipped.to_dicts(),
     }
 
 

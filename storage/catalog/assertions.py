@@ -81,17 +81,6 @@ def stamped_criteria(conn: sa.Connection, run_ids: Iterable[str]) -> list[sa.Row
     return list(conn.execute(q))
 
 
-def stamped_verdicts(conn: sa.Connection, suite_id: str, consumer: str) -> dict[str, tuple[str | None, int]]:
-    """Per finalised run of the suite: the verdict stamped for ``consumer`` and the criteria version behind it."""
-    rc, r = t.run_criteria, t.runs
-    q = (
-        sa.select(rc.c.run_id, rc.c.verdict, rc.c.version)
-        .join(r, r.c.run_id == rc.c.run_id)
-        .where(r.c.suite_id == suite_id, r.c.finalised_at.is_not(None), rc.c.consumer_key == consumer)
-    )
-    return {row.run_id: (row.verdict, row.version) for row in conn.execute(q)}
-
-
 ASSIGNMENT: dict[str, pl.DataType] = {
     "case_run_id": pl.String(), "assertion_id": pl.String(), "assertion_key": pl.String(),
     "assertion_version": pl.Int32(), "mechanism": pl.String(), "params": pl.String(),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import polars as pl
 import sqlalchemy as sa
 
 from assay.core.criteria import CriteriaSpec, resolve
@@ -114,17 +115,41 @@ def run_coverage(conn: sa.Connection, run_ids: Sequence[str]) -> list[sa.Row]:
     return list(conn.execute(sa.select(*(r.c[c] for c in COVERAGE_COLUMNS)).where(r.c.run_id.in_(list(run_ids)))))
 
 
-def finalised_runs(conn: sa.Connection, suite_id: str, run_ids: Sequence[str] | None = None) -> list[sa.Row]:
-    """The suite's finalised runs (all, or those of ``run_ids``), oldest first: id, created_at, team, lake
-    date, and their coverage (status, status reason, cases, case runs)."""
-    r = t.runs
-    q = sa.select(r.c.run_id, r.c.created_at, r.c.team_id, r.c.lake_date,
-                  *(r.c[c] for c in COVERAGE_COLUMNS[1:])).where(
-        r.c.suite_id == suite_id, r.c.finalised_at.is_not(None)
+FINALISED_RUN_SCHEMA = {
+    "run_id": pl.String, "created_at": pl.Datetime("us", "UTC"), "team_id": pl.String, "lake_date": pl.String,
+    "status": pl.String, "status_reason": pl.String, "case_count": pl.Int64, "case_runs": pl.Int64,
+    "stamped": pl.String, "stamped_version": pl.Int64,
+}
+"""A re-score's view of a finalised run: when and where it was made, its coverage, and what was stamped on it."""
+
+
+def finalised_runs(conn: sa.Connection, suite_id: str, consumer: str,
+                   run_ids: Sequence[str] | None = None) -> pl.DataFrame:
+    """The suite's finalised runs (all, or those of ``run_ids``), oldest first, as a frame of
+    :data:`FINALISED_RUN_SCHEMA`: id, created_at, team, lake date, coverage (:data:`COVERAGE_COLUMNS`),
+    and the verdict stamped for ``consumer`` with its criteria version (both null where ``consumer``
+    stamped nothing; the verdict alone is null while a stamp awaits its verdict).
+
+    One query, built into the frame column by column: on a suite of twenty thousand runs, converting
+    each row's timestamp in Python costs more than the query (SQLite's text is parsed by Polars).
+    """
+    r, rc = t.runs, t.run_criteria
+    created = sa.type_coerce(r.c.created_at, sa.String) if conn.dialect.name == "sqlite" else r.c.created_at
+    q = (
+        sa.select(r.c.run_id, created.label("created_at"), r.c.team_id, r.c.lake_date,
+                  *(r.c[c] for c in COVERAGE_COLUMNS[1:]), rc.c.verdict, rc.c.version)
+        .outerjoin(rc, sa.and_(rc.c.run_id == r.c.run_id, rc.c.consumer_key == consumer))
+        .where(r.c.suite_id == suite_id, r.c.finalised_at.is_not(None))
     )
     if run_ids is not None:
         q = q.where(r.c.run_id.in_(list(run_ids)))
-    return list(conn.execute(q.order_by(r.c.created_at)))
+    rows = conn.execute(q.order_by(r.c.created_at, r.c.run_id)).all()
+    schema = {**FINALISED_RUN_SCHEMA, "created_at": pl.String} if conn.dialect.name == "sqlite" else FINALISED_RUN_SCHEMA
+    frame = pl.DataFrame(rows, schema=list(schema.items()), orient="row")
+    if conn.dialect.name == "sqlite":  # naive UTC as SQLAlchemy writes it: 2026-10-01 12:00:00.000000
+        frame = frame.with_columns(pl.col("created_at").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us")
+                                   .dt.replace_time_zone("UTC"))
+    return frame
 
 
 def current_criteria(conn: sa.Connection, suite_id: str) -> list[sa.Row]:

@@ -67,6 +67,11 @@ def test_run_judge_rejudge_rescore_compact_vacuum(ws, tmp_path: Path) -> None:
 
     rescored = rescoring.rescore(ws, SUITES[0], "nightly_sweep", materialise=True)
     assert len(ws.lake.read("verdicts")) == len(rescored["runs"]) == 1
+    with ws.engine.connect() as conn:  # each dialect's timestamps read back as the same instant, in UTC
+        created = dict(conn.execute(sa.select(t.runs.c.run_id, t.runs.c.created_at)).all())
+    assert [(r["run_id"], datetime.fromisoformat(r["created_at"])) for r in rescored["runs"]] == [
+        (runs[0], created[runs[0]])]
+    assert rescored["runs"][0]["stamped"] == stamped[(runs[0], "nightly_sweep")]
     rescoring.rescore(ws, SUITES[0], "nightly_sweep", materialise=True)  # again: nothing new is written
     assert len(ws.lake.read("verdicts")) == 1
 
