@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlalchemy as sa
-import yaml
 from pydantic import ValidationError
 
 from assay.core.criteria import CriteriaSpec
@@ -68,6 +67,8 @@ def select_runs(
 
 def read_spec(path: str) -> CriteriaSpec:
     """A candidate criteria spec from a YAML or JSON file; errors name the file and the field."""
+    import yaml  # only a command given --spec reads one
+
     file = Path(path)
     try:
         text = file.read_text()

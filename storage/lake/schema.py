@@ -7,16 +7,21 @@ live only in the file path, never in the file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-import pandera.polars as pa_pl
 import polars as pl
 import pyarrow as pa
-from pandera.errors import SchemaError, SchemaErrors
 
 from assay.core.errors import EvidenceError
+
+if TYPE_CHECKING:  # pandera is imported when a table is first validated: readers never need it
+    import pandera.polars as pa_pl
+
+Check = Callable[[], "pa_pl.Check"]
+"""A pandera check, built when its table's schema is first needed (:func:`isin` and the others make one)."""
 
 PARTITIONS: tuple[str, ...] = ("team_id", "date")
 """The hive partition columns, in path order; readers add them back as String columns."""
@@ -44,14 +49,29 @@ class LakeTable:
     """The columns inside each file (no partition columns), in order."""
     natural_key: tuple[str, ...]
     """Columns that identify a row; every reader keeps one row per key."""
-    pandera_schema: pa_pl.DataFrameSchema
-    """Checked on every write; a failure writes nothing."""
+    checks: Mapping[str, Sequence[Check]] = field(default_factory=dict, repr=False, compare=False)
+    """Column checks by name, on top of the dtypes and nullability of ``arrow_schema``."""
+    frame_checks: Sequence[Check] = field(default=(), repr=False, compare=False)
+    """Checks over whole rows."""
     first_by: str = "reported_at"
     """Among rows sharing a natural key, readers keep the one with the smallest value here."""
     older: tuple[OlderVersion, ...] = ()
     """Versions written by earlier builds that readers still accept (each has a golden file in the tests)."""
     sort_by: tuple[str, ...] = ()
     """Rows are written sorted by these columns, so a reader's filter on them skips row groups."""
+
+    @cached_property
+    def pandera_schema(self) -> pa_pl.DataFrameSchema:
+        """Checked on every write (the natural key unique within the batch); a failure writes nothing."""
+        import pandera.polars as pa_pl
+
+        dtypes = pl.from_arrow(self.arrow_schema.empty_table()).schema  # type: ignore[union-attr]
+        columns = {
+            f.name: pa_pl.Column(dtypes[f.name], nullable=f.nullable, checks=[c() for c in self.checks.get(f.name, ())])
+            for f in self.arrow_schema
+        }
+        return pa_pl.DataFrameSchema(columns, checks=[c() for c in self.frame_checks], unique=list(self.natural_key),
+                                     strict=True, name=self.name)
 
     @property
     def known_versions(self) -> list[int]:
@@ -85,12 +105,19 @@ class LakeTable:
         return pa.schema([*self.arrow_schema, *(pa.field(p, pa.string(), nullable=False) for p in PARTITIONS)])
 
 
-def isin(values: Sequence[str]) -> pa_pl.Check:
+def isin(values: Sequence[str]) -> Check:
     """A column check: every non-null value is one of ``values``."""
-    return pa_pl.Check.isin(list(values))
+    allowed = list(values)
+
+    def build() -> pa_pl.Check:
+        import pandera.polars as pa_pl
+
+        return pa_pl.Check.isin(allowed)
+
+    return build
 
 
-def list_field_isin(field: str, values: Sequence[str]) -> pa_pl.Check:
+def list_field_isin(field: str, values: Sequence[str]) -> Check:
     """A check on a ``list<struct>`` column: every element's ``field`` is one of ``values`` (not null)."""
     allowed = list(values)
 
@@ -98,10 +125,15 @@ def list_field_isin(field: str, values: Sequence[str]) -> pa_pl.Check:
         ok = pl.element().struct.field(field).is_in(allowed).fill_null(False)
         return data.lazyframe.select(pl.col(data.key).list.eval(ok).list.all())
 
-    return pa_pl.Check(check, name=f"{field}_isin", error=f"every element's {field} in {allowed}")
+    def build() -> pa_pl.Check:
+        import pandera.polars as pa_pl
+
+        return pa_pl.Check(check, name=f"{field}_isin", error=f"every element's {field} in {allowed}")
+
+    return build
 
 
-def score_on_scale(score: str = "score", low: str = "scale_min", high: str = "scale_max") -> pa_pl.Check:
+def score_on_scale(score: str = "score", low: str = "scale_min", high: str = "scale_max") -> Check:
     """A frame check: ``low <= score <= high`` wherever all three are present."""
 
     def check(data: pa_pl.PolarsData) -> pl.LazyFrame:
@@ -109,7 +141,12 @@ def score_on_scale(score: str = "score", low: str = "scale_min", high: str = "sc
         unknown = s.is_null() | lo.is_null() | hi.is_null()
         return data.lazyframe.select(unknown | ((s >= lo) & (s <= hi)).fill_null(False))
 
-    return pa_pl.Check(check, name=f"{score}_on_scale", error=f"{low} <= {score} <= {high}")
+    def build() -> pa_pl.Check:
+        import pandera.polars as pa_pl
+
+        return pa_pl.Check(check, name=f"{score}_on_scale", error=f"{low} <= {score} <= {high}")
+
+    return build
 
 
 def lake_table(
@@ -117,8 +154,8 @@ def lake_table(
     version: int,
     arrow_schema: pa.Schema,
     natural_key: Sequence[str],
-    checks: Mapping[str, Sequence[pa_pl.Check]] | None = None,
-    frame_checks: Sequence[pa_pl.Check] = (),
+    checks: Mapping[str, Sequence[Check]] | None = None,
+    frame_checks: Sequence[Check] = (),
     first_by: str = "reported_at",
     older: Sequence[OlderVersion] = (),
     sort_by: Sequence[str] = (),
@@ -133,14 +170,6 @@ def lake_table(
         raise ValueError(f"lake table {name!r}: no column(s) {sorted(unknown)} in its Arrow schema")
     if arrow_schema.field(first_by).nullable:
         raise ValueError(f"lake table {name!r}: first_by column {first_by!r} must be non-nullable")
-    dtypes = pl.from_arrow(arrow_schema.empty_table()).schema  # type: ignore[union-attr]
-    columns = {
-        f.name: pa_pl.Column(dtypes[f.name], nullable=f.nullable, checks=list(checks.get(f.name, ())))
-        for f in arrow_schema
-    }
-    schema = pa_pl.DataFrameSchema(
-        columns, checks=list(frame_checks), unique=list(natural_key), strict=True, name=name
-    )
     for old in older:
         if set(old.arrow_schema.names) | set(old.added) != set(arrow_schema.names):
             raise ValueError(f"lake table {name!r} v{old.version}: its columns plus `added` must be v{version}'s columns")
@@ -148,7 +177,8 @@ def lake_table(
             if not _compatible(f.type, arrow_schema.field(f.name).type):
                 raise ValueError(f"lake table {name!r} v{old.version}: column {f.name!r} is {f.type}, which does not "
                                  f"cast to v{version}'s {arrow_schema.field(f.name).type} (struct fields may be added)")
-    return LakeTable(name, version, arrow_schema, tuple(natural_key), schema, first_by, tuple(older), tuple(sort_by))
+    return LakeTable(name, version, arrow_schema, tuple(natural_key), checks, tuple(frame_checks), first_by,
+                     tuple(older), tuple(sort_by))
 
 
 def conform(t: LakeTable, data: pl.DataFrame | pa.Table) -> pa.Table:
@@ -186,6 +216,8 @@ def validate(t: LakeTable, arrow: pa.Table) -> pa.Table:
 
     Raises :class:`EvidenceError` naming the table, each failing column and check, and a few bad values.
     """
+    from pandera.errors import SchemaError, SchemaErrors
+
     df = pl.from_arrow(arrow)
     try:
         t.pandera_schema.validate(df, lazy=True)  # type: ignore[arg-type]

@@ -39,6 +39,28 @@ def test_help_imports_no_heavy_library() -> None:
     assert "Usage" in out and "HEAVY []" in out, out
 
 
+def test_a_rescore_as_a_query_imports_no_orchestration_nor_the_write_path(tmp_path: Path) -> None:
+    """`assay rescore SUITE --json` reads the catalog and the lake: Prefect, pandera (checked on writes),
+    DuckDB, YAML (a --spec file) and rich stay unimported, each a cost on every re-score."""
+    from assay.flows.demo import DEMO
+
+    assay("init", home=tmp_path)
+    assay("load", str(DEMO / "bundle.yaml"), home=tmp_path)
+    unwanted = ("prefect", "pandera", "duckdb", "yaml", "rich")
+    code = (
+        "import sys\n"
+        "sys.argv = ['assay', 'rescore', 'acme-plumbing/main-line', '--consumer', 'blueprint_ci', '--json']\n"
+        "from assay.flows.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        f"print('IMPORTED', [m for m in {unwanted!r} if m in sys.modules], file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env.update(ASSAY_HOME=str(tmp_path), PREFECT_HOME=str(tmp_path / "prefect"))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["runs"] == [] and "IMPORTED []" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize(("args", "status"), [(["init"], 0), (["runs", "list", "--limit", "zero"], 2)])
 def test_the_program_ends_after_its_exit_handlers_without_the_teardown(tmp_path: Path, args: list[str],
                                                                        status: int) -> None:
