@@ -134,7 +134,8 @@ def finalised_runs(conn: sa.Connection, suite_id: str, consumer: str,
     each row's timestamp in Python costs more than the query (SQLite's text is parsed by Polars).
     """
     r, rc = t.runs, t.run_criteria
-    created = sa.type_coerce(r.c.created_at, sa.String) if conn.dialect.name == "sqlite" else r.c.created_at
+    as_text = conn.dialect.name == "sqlite"  # naive UTC as SQLAlchemy writes it: 2026-10-01 12:00:00.000000
+    created = sa.type_coerce(r.c.created_at, sa.String) if as_text else r.c.created_at
     q = (
         sa.select(r.c.run_id, created.label("created_at"), r.c.team_id, r.c.lake_date,
                   *(r.c[c] for c in COVERAGE_COLUMNS[1:]), rc.c.verdict, rc.c.version)
@@ -144,12 +145,11 @@ def finalised_runs(conn: sa.Connection, suite_id: str, consumer: str,
     if run_ids is not None:
         q = q.where(r.c.run_id.in_(list(run_ids)))
     rows = conn.execute(q.order_by(r.c.created_at, r.c.run_id)).all()
-    schema = {**FINALISED_RUN_SCHEMA, "created_at": pl.String} if conn.dialect.name == "sqlite" else FINALISED_RUN_SCHEMA
-    frame = pl.DataFrame(rows, schema=list(schema.items()), orient="row")
-    if conn.dialect.name == "sqlite":  # naive UTC as SQLAlchemy writes it: 2026-10-01 12:00:00.000000
-        frame = frame.with_columns(pl.col("created_at").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us")
-                                   .dt.replace_time_zone("UTC"))
-    return frame
+    if not as_text:
+        return pl.DataFrame(rows, schema=list(FINALISED_RUN_SCHEMA.items()), orient="row")
+    frame = pl.DataFrame(rows, schema=list({**FINALISED_RUN_SCHEMA, "created_at": pl.String}.items()), orient="row")
+    return frame.with_columns(pl.col("created_at").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us")
+                              .dt.replace_time_zone("UTC"))
 
 
 def current_criteria(conn: sa.Connection, suite_id: str) -> list[sa.Row]:

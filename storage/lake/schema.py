@@ -105,16 +105,21 @@ class LakeTable:
         return pa.schema([*self.arrow_schema, *(pa.field(p, pa.string(), nullable=False) for p in PARTITIONS)])
 
 
-def isin(values: Sequence[str]) -> Check:
-    """A column check: every non-null value is one of ``values``."""
-    allowed = list(values)
+def _deferred(make: Callable[[Any], pa_pl.Check]) -> Check:
+    """A check that ``make(pandera.polars)`` builds when its table's schema is first needed."""
 
     def build() -> pa_pl.Check:
         import pandera.polars as pa_pl
 
-        return pa_pl.Check.isin(allowed)
+        return make(pa_pl)
 
     return build
+
+
+def isin(values: Sequence[str]) -> Check:
+    """A column check: every non-null value is one of ``values``."""
+    allowed = list(values)
+    return _deferred(lambda pa_pl: pa_pl.Check.isin(allowed))
 
 
 def list_field_isin(field: str, values: Sequence[str]) -> Check:
@@ -125,12 +130,8 @@ def list_field_isin(field: str, values: Sequence[str]) -> Check:
         ok = pl.element().struct.field(field).is_in(allowed).fill_null(False)
         return data.lazyframe.select(pl.col(data.key).list.eval(ok).list.all())
 
-    def build() -> pa_pl.Check:
-        import pandera.polars as pa_pl
-
-        return pa_pl.Check(check, name=f"{field}_isin", error=f"every element's {field} in {allowed}")
-
-    return build
+    error = f"every element's {field} in {allowed}"
+    return _deferred(lambda pa_pl: pa_pl.Check(check, name=f"{field}_isin", error=error))
 
 
 def score_on_scale(score: str = "score", low: str = "scale_min", high: str = "scale_max") -> Check:
@@ -141,12 +142,8 @@ def score_on_scale(score: str = "score", low: str = "scale_min", high: str = "sc
         unknown = s.is_null() | lo.is_null() | hi.is_null()
         return data.lazyframe.select(unknown | ((s >= lo) & (s <= hi)).fill_null(False))
 
-    def build() -> pa_pl.Check:
-        import pandera.polars as pa_pl
-
-        return pa_pl.Check(check, name=f"{score}_on_scale", error=f"{low} <= {score} <= {high}")
-
-    return build
+    error = f"{low} <= {score} <= {high}"
+    return _deferred(lambda pa_pl: pa_pl.Check(check, name=f"{score}_on_scale", error=error))
 
 
 def lake_table(

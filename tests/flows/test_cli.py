@@ -27,16 +27,28 @@ def assay(*args: str, home: Path, check: int | None = 0, columns: int = 200,
     return proc
 
 
-def test_help_imports_no_heavy_library() -> None:
+def imported_by(args: list[str], modules: tuple[str, ...],
+                home: Path | None = None) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run ``main(args)`` in a fresh interpreter (in ``home``'s workspace, if given); its output, and which
+    of ``modules`` it imported."""
     code = (
-        "import sys\n"
-        "sys.argv = ['assay', '--help']\n"
+        "import json, sys\n"
         "from assay.flows.cli import main\n"
-        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
-        f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\n"
+        f"try:\n    main({args!r})\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        f"print(json.dumps([m for m in {modules!r} if m in sys.modules]), file=sys.stderr)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "Usage" in out and "HEAVY []" in out, out
+    env = None
+    if home is not None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+        env.update(ASSAY_HOME=str(home), PREFECT_HOME=str(home / "prefect"))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc, json.loads(proc.stderr.splitlines()[-1])
+
+
+def test_help_imports_no_heavy_library() -> None:
+    proc, imported = imported_by(["--help"], HEAVY)
+    assert "Usage" in proc.stdout and imported == [], (proc.stdout, imported)
 
 
 def test_a_rescore_as_a_query_imports_no_orchestration_nor_the_write_path(tmp_path: Path) -> None:
@@ -46,19 +58,9 @@ def test_a_rescore_as_a_query_imports_no_orchestration_nor_the_write_path(tmp_pa
 
     assay("init", home=tmp_path)
     assay("load", str(DEMO / "bundle.yaml"), home=tmp_path)
-    unwanted = ("prefect", "pandera", "duckdb", "yaml", "rich")
-    code = (
-        "import sys\n"
-        "sys.argv = ['assay', 'rescore', 'acme-plumbing/main-line', '--consumer', 'blueprint_ci', '--json']\n"
-        "from assay.flows.cli import main\n"
-        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
-        f"print('IMPORTED', [m for m in {unwanted!r} if m in sys.modules], file=sys.stderr)\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env.update(ASSAY_HOME=str(tmp_path), PREFECT_HOME=str(tmp_path / "prefect"))
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["runs"] == [] and "IMPORTED []" in proc.stderr, proc.stderr
+    args = ["rescore", "acme-plumbing/main-line", "--consumer", "blueprint_ci", "--json"]
+    proc, imported = imported_by(args, ("prefect", "pandera", "duckdb", "yaml", "rich"), home=tmp_path)
+    assert json.loads(proc.stdout)["runs"] == [] and imported == [], (proc.stdout, imported)
 
 
 @pytest.mark.parametrize(("args", "status"), [(["init"], 0), (["runs", "list", "--limit", "zero"], 2)])

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from test_cli import HEAVY
+from test_cli import HEAVY, imported_by
 from test_cli import assay as assay_cli
 
 from assay.core.settings import Settings
@@ -159,11 +158,5 @@ def test_run_of_an_unknown_suite_is_one_error_without_prefect_s_logs(home: Path)
 def test_version_prints_the_package_version_and_imports_nothing_heavy(home: Path) -> None:
     proc = assay("--version", home=home)
     assert proc.stdout == f"assay {version('assay')}\n" and proc.stderr == ""
-    code = (
-        "import sys\n"
-        "from assay.flows.cli import main\n"
-        "try:\n    main(['--version'])\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
-        f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.endswith("HEAVY []\n"), out
+    proc, imported = imported_by(["--version"], HEAVY)
+    assert proc.stdout == f"assay {version('assay')}\n" and imported == [], (proc.stdout, imported)
