@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import (
-    cli, collect, exam_redaction, exam_stats, faults, fleet, flows, ingest, judge, judging, lake, leases, scale,
-    secrets, voice_metrics, voice_stats,
+    cli, collect, exam_redaction, exam_stats, faults, fleet, flows, ingest, judge, judging, lake, lake_100m, leases,
+    scale, secrets, voice_metrics, voice_stats,
 )
 from .common import Result, byte_compile_package, machine
 
-BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, cli, flows, scale, fleet, voice_stats,
-              voice_metrics, exam_stats, exam_redaction]
+BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, lake_100m, cli, flows, scale, fleet,
+              voice_stats, voice_metrics, exam_stats, exam_redaction]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,10 +8,13 @@ consumer. Both arms run in this process against one embedded workspace (SQLite, 
   execute, judge, finalise as plain calls;
 - B: the ``run_suite`` flow, reporting to the workspace's own Prefect server (``assay server start`` in
   the bench's ``ASSAY_HOME``, stopped at the end): the flow and task runs, their states and the
-  verdicts artifact go to that server, and the flow opens its own workspace.
+  verdicts artifact go to that server, and the flow opens its own workspace;
+- E: a flow that does nothing (no task, no artifact), called the same way: what any flow run costs
+  against this server. ``(A + E) / A`` is the best ratio a flow of A's work could reach here, so
+  ``flows.fixed_cost`` says whether the 1.2x target is within reach at all.
 
-Each arm runs once untimed (imports, the flow's first registration), then 5 times, the arms
-alternating; the value is median B / median A.
+Each arm runs once untimed (imports, the flow's first registration), then 15 times, the arms
+alternating (A, E, B, then B with Prefect's heartbeat thread); the value is median B / median A.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ def _measure(home: Path) -> list[Result]:
 
     with temporary_settings(updates={PREFECT_API_URL: api_url}):  # even if Prefect was imported earlier
         from assay.flows import operations as ops
+        from assay.flows.flow_context import assay_flow
         from assay.flows.orchestration import attend, run_suite
 
         suite = f"{TEAM}/{SUITE}"
@@ -121,9 +125,16 @@ def _measure(home: Path) -> list[Result]:
         def heartbeat() -> dict[str, Any]:  # as a worker's flow-run process runs it: Prefect's heartbeat on
             return run_suite(suite)["run"]
 
-        times: dict[str, list[float]] = {"plain": [], "flow": [], "heartbeat": []}
+        @assay_flow(name="bench-empty")
+        def nothing() -> dict[str, Any]:
+            return {"status": "completed", "case_runs": CASES}  # what _check expects of every arm
+
+        def empty() -> dict[str, Any]:  # the fixed cost of a flow run: its requests and engine, no work
+            return attend(nothing)
+
+        times: dict[str, list[float]] = {"plain": [], "flow": [], "heartbeat": [], "empty": []}
         arms: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-            ("plain", plain), ("flow", flow), ("heartbeat", heartbeat)]
+            ("plain", plain), ("empty", empty), ("flow", flow), ("heartbeat", heartbeat)]
         for _, arm in arms:  # warm-up, untimed
             _check(arm())
         for _ in range(REPEATS):
@@ -132,7 +143,7 @@ def _measure(home: Path) -> list[Result]:
                 done = arm()
                 times[name].append(time.perf_counter() - began)
                 _check(done)
-    a, b, h = (statistics.median(times[arm]) for arm in ("plain", "flow", "heartbeat"))
+    a, b, h, e = (statistics.median(times[arm]) for arm in ("plain", "flow", "heartbeat", "empty"))
     laps = "; ".join(f"{name} " + ", ".join(f"{t:.2f}" for t in laps) for name, laps in times.items())
     what = (f"one process, one suite of {CASES:,} cases and {CASES:,} recorded calls x {len(ASSERTIONS)} deterministic "
             f"assertions, embedded workspace, the workspace's Prefect server up; medians of {REPEATS}, arms "
@@ -146,6 +157,13 @@ def _measure(home: Path) -> list[Result]:
                target=f"<= {TARGET:g}x the plain functions", met=h / a <= TARGET,
                note=f"the same flow with Prefect's heartbeat thread, as a worker's flow-run process runs it: "
                     f"{what}, flow {h:.2f}s (the thread sleeps in whole seconds and is joined at the end)"),
+        Result(name="flows.fixed_cost", value=round(e, 3), unit="s", baseline=round(a, 3), ratio=round((a + e) / a, 2),
+               target=f"reported: an empty flow run; (A + it) / A is the best a flow of A's work can reach here, "
+                      f"so flows.overhead's {TARGET:g}x is within reach only while this ratio is under it",
+               met=(a + e) / a <= TARGET,
+               note=f"a flow with no task and no artifact, called as `assay run` calls run-suite (attend), against "
+                    f"the same server, in the same alternation: {e * 1000:.0f} ms (its five requests: create the "
+                    f"flow and the flow run, set Running, read it back, set Completed); {what}"),
     ]
 
 
