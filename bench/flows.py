@@ -13,6 +13,12 @@ consumer. Both arms run in this process against one embedded workspace (SQLite, 
   against this server. ``(A + E) / A`` is the best ratio a flow of A's work could reach here, so
   ``flows.fixed_cost`` says whether the 1.2x target is within reach at all.
 
+Then ``flows.back_to_back``: ten flows of four tasks that do nothing, each started as the one before
+ends (as the nightly sweep runs its suites), their median wall time and how many of their requests
+reached the client refused with 503 ("database is locked": the server's SQLite database was busy
+recording the previous flow's task runs). Prefect's client retries a refusal 2 s later; the
+workspace's server retries it itself first (:mod:`assay.flows.server_app`).
+
 Each arm runs once untimed (imports, the flow's first registration), then 15 times, the arms
 alternating (A, E, B, then B with Prefect's heartbeat thread); the value is median B / median A.
 """
@@ -34,6 +40,7 @@ from .ingest import write_call_set
 
 CASES = 1_000
 REPEATS = 15
+BACK_TO_BACK = 10
 TARGET = 1.2
 TEAM, SUITE, CONSUMER = "bench-flows", "calls", "ci"
 ASSERTIONS = [
@@ -143,7 +150,9 @@ def _measure(home: Path) -> list[Result]:
                 done = arm()
                 times[name].append(time.perf_counter() - began)
                 _check(done)
+        back_to_back, refused = _back_to_back(attend, assay_flow)
     a, b, h, e = (statistics.median(times[arm]) for arm in ("plain", "flow", "heartbeat", "empty"))
+    c = statistics.median(back_to_back)
     laps = "; ".join(f"{name} " + ", ".join(f"{t:.2f}" for t in laps) for name, laps in times.items())
     what = (f"one process, one suite of {CASES:,} cases and {CASES:,} recorded calls x {len(ASSERTIONS)} deterministic "
             f"assertions, embedded workspace, the workspace's Prefect server up; medians of {REPEATS}, arms "
@@ -164,7 +173,54 @@ def _measure(home: Path) -> list[Result]:
                note=f"a flow with no task and no artifact, called as `assay run` calls run-suite (attend), against "
                     f"the same server, in the same alternation: {e * 1000:.0f} ms (its five requests: create the "
                     f"flow and the flow run, set Running, read it back, set Completed); {what}"),
+        Result(name="flows.back_to_back", value=round(c, 3), unit="s", baseline=round(e, 3), ratio=round(c / e, 2),
+               target="no request refused: flow runs of four tasks started back to back on the workspace's server "
+                      "(SQLite), against an empty flow run (E); each 503 that reaches Prefect's client costs 2 s",
+               met=refused == 0,
+               note=f"{BACK_TO_BACK} flows of four tasks that return at once, each called (attend) as the one before "
+                    f"ends: median {c:.2f}s, {refused} request(s) refused with 503 to the client; seconds: "
+                    + ", ".join(f"{t:.2f}" for t in back_to_back)),
     ]
+
+
+def _back_to_back(attend: Callable[..., Any], assay_flow: Callable[..., Any]) -> tuple[list[float], int]:
+    """Flows of four no-op tasks, each started as the one before ends: their wall times, and how many
+    requests the server refused with a retryable 503 (Prefect's client logs each one before it waits)."""
+    import logging
+
+    from prefect import task
+
+    @task
+    def step(i: int) -> int:
+        return i
+
+    @assay_flow(name="bench-four-tasks")
+    def four() -> None:
+        for i in range(4):
+            step(i)
+
+    class Refusals(logging.Handler):
+        count = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.count += "retryable status code 503" in record.getMessage()
+
+    client_log, refusals = logging.getLogger("prefect.client"), Refusals(logging.DEBUG)
+    level = client_log.level
+    client_log.addHandler(refusals)
+    client_log.setLevel(logging.DEBUG)
+    try:
+        attend(four)  # warm-up: the flow's first registration
+        refusals.count = 0
+        times = []
+        for _ in range(BACK_TO_BACK):
+            began = time.perf_counter()
+            attend(four)
+            times.append(time.perf_counter() - began)
+    finally:
+        client_log.removeHandler(refusals)
+        client_log.setLevel(level)
+    return times, refusals.count
 
 
 def _check(run: dict[str, Any]) -> None:

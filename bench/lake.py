@@ -142,8 +142,9 @@ IMPORTS = {
 (``ours``: the command's modules, which bring the stack; ``stack``: the libraries alone)."""
 
 
-def _import_floor(home: Path) -> Result:
-    """The re-score's imports alone, in a process each, against the baseline's whole run, interleaved."""
+def _import_floor(home: Path) -> dict[str, float]:
+    """Median wall times of a process that only imports (``ours``, ``stack``) and of the baseline's whole
+    run, each a fresh process, interleaved."""
     counted, required, groups = _codes()
     base = [sys.executable, "-c", BASELINE, str(home), json.dumps(counted), json.dumps(required), json.dumps(groups)]
     env = {"ASSAY_HOME": str(home), "PREFECT_HOME": str(home / "prefect")}
@@ -152,16 +153,24 @@ def _import_floor(home: Path) -> Result:
         for arm, code in IMPORTS.items():
             times[arm].append(_child([sys.executable, "-c", code], env)[0])
         times["baseline"].append(_child(base)[0])
-    ours, stack, other = (statistics.median(times[arm]) for arm in ("ours", "stack", "baseline"))
+    return {arm: statistics.median(laps) for arm, laps in times.items()}
+
+
+def _import_floor_result(floor: dict[str, float], work: float) -> Result:
+    """The imports' process against the baseline; with the in-process re-score (``work``) added, the best
+    ``rescore.cli`` could reach with these imports."""
+    ours, stack, other = floor["ours"], floor["stack"], floor["baseline"]
+    best = (ours + work) / other
     return Result(
         "rescore.cli_import_floor", round(ours, 2), "s", round(other, 2), round(ours / other, 2),
         "reported: a process that only imports what `assay rescore --json` imports, against the baseline's "
-        "whole run; rescore.cli's 1.5x is within reach only while this, plus the re-score's own work "
-        "(rescore.vs_ideal), stays under it",
-        ours / other <= 1.5,
+        "whole run; with the in-process re-score added (rescore.vs_ideal), the best rescore.cli can reach: "
+        "its 1.5x is within reach only while that is under it",
+        best <= 1.5,
         f"imports of the command's modules {ours:.2f}s, of the libraries alone ({IMPORTS['stack'][7:]}) "
         f"{stack:.2f}s, against the hand-written DuckDB process's whole run {other:.2f}s (it imports DuckDB "
-        f"alone); each a fresh process, median of {REPEATS}, interleaved",
+        f"alone); each a fresh process, median of {REPEATS}, interleaved. Imports + the in-process re-score "
+        f"({work:.2f}s) = {ours + work:.2f}s, {best:.2f}x the baseline (derived: the sum of two measurements)",
     )
 
 
@@ -287,7 +296,7 @@ def run() -> list[Result]:
     peak = max(info["peak_mib"], info_after["peak_mib"])
     results += before + after
     results[-1].note += f"; compaction: {summary['files_in']} files -> {summary['files_out']}"
-    results.append(imports)
+    results.append(_import_floor_result(imports, ours))
     results.append(Result("rescore.peak_memory", peak, "MiB", None, None, "<= 2048 MiB for >= 20 M atoms",
                           peak <= 2048, f"peak RSS of the assay rescore process over {built['atoms']:,} atoms "
                           f"({built['current_atoms']:,} current)"))

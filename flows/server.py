@@ -29,8 +29,11 @@ from typing import Any
 from assay.core.errors import ServerError
 from assay.core.settings import Settings
 
-APP = "prefect.server.api.server:create_app"
-"""What uvicorn serves: Prefect's API and its UI."""
+APP = "assay.flows.server_app:create_app"
+"""What uvicorn serves: Prefect's API and its UI, retrying busy-database refusals inside the server
+(:mod:`.server_app`)."""
+EARLIER_APPS = ("prefect.server.api.server:create_app",)
+"""What servers started by earlier builds serve: still ours to report and stop."""
 
 STOP_GRACE_SECONDS = 10.0
 """How long ``stop`` waits after SIGTERM before it sends SIGKILL."""
@@ -214,7 +217,7 @@ def _is_ours(state: ServerState) -> bool:
         cmdline = Path(f"/proc/{state.pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return APP.encode() in cmdline and str(state.port).encode() in cmdline
+    return any(app.encode() in cmdline for app in (APP, *EARLIER_APPS)) and str(state.port).encode() in cmdline
 
 
 def _alive(pid: int) -> bool:
