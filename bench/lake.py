@@ -101,14 +101,24 @@ def _codes() -> tuple[list[int], list[int], list[tuple[list[int], float]]]:
     return counted, required, groups
 
 
+def _workspace_env(home: Path) -> dict[str, str]:
+    """The environment of a command run in the workspace at ``home``."""
+    return {"ASSAY_HOME": str(home), "PREFECT_HOME": str(home / "prefect")}
+
+
+def _baseline(home: Path) -> list[str]:
+    """The hand-written DuckDB re-score (:data:`BASELINE`) over ``home``'s files, as a command."""
+    counted, required, groups = _codes()
+    return [sys.executable, "-c", BASELINE, str(home), json.dumps(counted), json.dumps(required), json.dumps(groups)]
+
+
 def _rescore_cli(home: Path, label: str) -> tuple[list[Result], dict[str, Any]]:
     """``assay rescore`` as a process vs the hand-written DuckDB process, same files; verdicts compared."""
     from assay.core.ids import id_code
 
-    env = {"ASSAY_HOME": str(home), "PREFECT_HOME": str(home / "prefect")}
+    env = _workspace_env(home)
     cli = [sys.executable, "-m", "assay.flows.cli", "rescore", SUITE, "--consumer", "nightly_sweep", "--json"]
-    counted, required, groups = _codes()
-    base = [sys.executable, "-c", BASELINE, str(home), json.dumps(counted), json.dumps(required), json.dumps(groups)]
+    base = _baseline(home)
     ours, theirs, peaks, doc, rows = [], [], [], None, None
     for _ in range(REPEATS):  # interleaved, so both see the same machine
         wall, rss, out = _child(cli, env)
@@ -135,23 +145,21 @@ def _rescore_cli(home: Path, label: str) -> tuple[list[Result], dict[str, Any]]:
 
 
 IMPORTS = {
-    "ours": "import orjson\nimport assay.flows.cli, assay.flows.selection, assay.flows.rescoring",
-    "stack": "import fsspec, orjson, polars, pyarrow, pydantic, pydantic_settings, sqlalchemy, typer",
+    "ours": ("orjson", "assay.flows.cli", "assay.flows.selection", "assay.flows.rescoring"),
+    "stack": ("fsspec", "orjson", "polars", "pyarrow", "pydantic", "pydantic_settings", "sqlalchemy", "typer"),
 }
-"""What ``assay rescore --json`` imports before it does any work, as a process that does nothing else
-(``ours``: the command's modules, which bring the stack; ``stack``: the libraries alone)."""
+"""What ``assay rescore --json`` imports before it does any work, each set imported by a process that
+does nothing else (``ours``: the command's modules, which bring the stack; ``stack``: the libraries alone)."""
 
 
 def _import_floor(home: Path) -> dict[str, float]:
     """Median wall times of a process that only imports (``ours``, ``stack``) and of the baseline's whole
     run, each a fresh process, interleaved."""
-    counted, required, groups = _codes()
-    base = [sys.executable, "-c", BASELINE, str(home), json.dumps(counted), json.dumps(required), json.dumps(groups)]
-    env = {"ASSAY_HOME": str(home), "PREFECT_HOME": str(home / "prefect")}
+    base, env = _baseline(home), _workspace_env(home)
     times: dict[str, list[float]] = {"ours": [], "stack": [], "baseline": []}
     for _ in range(REPEATS):
-        for arm, code in IMPORTS.items():
-            times[arm].append(_child([sys.executable, "-c", code], env)[0])
+        for arm, modules in IMPORTS.items():
+            times[arm].append(_child([sys.executable, "-c", f"import {', '.join(modules)}"], env)[0])
         times["baseline"].append(_child(base)[0])
     return {arm: statistics.median(laps) for arm, laps in times.items()}
 
@@ -167,7 +175,7 @@ def _import_floor_result(floor: dict[str, float], work: float) -> Result:
         "whole run; with the in-process re-score added (rescore.vs_ideal), the best rescore.cli can reach: "
         "its 1.5x is within reach only while that is under it",
         best <= 1.5,
-        f"imports of the command's modules {ours:.2f}s, of the libraries alone ({IMPORTS['stack'][7:]}) "
+        f"imports of the command's modules {ours:.2f}s, of the libraries alone ({', '.join(IMPORTS['stack'])}) "
         f"{stack:.2f}s, against the hand-written DuckDB process's whole run {other:.2f}s (it imports DuckDB "
         f"alone); each a fresh process, median of {REPEATS}, interleaved. Imports + the in-process re-score "
         f"({work:.2f}s) = {ours + work:.2f}s, {best:.2f}x the baseline (derived: the sum of two measurements)",
@@ -274,9 +282,8 @@ def rescore_100m() -> list[Result]:
         (home / "built.json").write_text(json.dumps(build(home, 100_000, runs_per_pass=100)))
         _compact(home)
     built = json.loads((home / "built.json").read_text())
-    env = {"ASSAY_HOME": str(home), "PREFECT_HOME": str(home / "prefect")}
     wall, rss, out = _child([sys.executable, "-m", "assay.flows.cli", "rescore", SUITE, "--consumer", "nightly_sweep",
-                             "--json"], env)
+                             "--json"], _workspace_env(home))
     runs = len(json.loads(out)["runs"])
     return [Result("lake.rescore_100m", round(wall, 1), "s", None, None, "completes on 2 cores, 24 GiB; time and peak memory reported",
                    runs == built["runs"], f"{built['atoms']:,} atoms ({built['current_atoms']:,} current), {runs} runs "
