@@ -123,7 +123,18 @@ def assay_flow(**options: Any) -> Any:
     return flow(persist_result=False, result_storage=Path(PREFECT_RESULTS_LOCAL_STORAGE_PATH.value()), **options)
 
 
-io_task = task(retries=3, retry_delay_seconds=[1, 2, 4], retry_condition_fn=retry_if_transient)
+def assay_task(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Prefect's ``task`` decorator as every Assay task uses it (bare or with ``options``): never answered
+    from a cache. Each task has effects (a run created, evidence written, verdicts stamped) whose record
+    is the catalog and the lake, so Prefect has no result to offer in its place; without a cache policy
+    a task run also skips hashing its inputs and source and looking for a cached result on disk."""
+    from prefect.cache_policies import NO_CACHE
+
+    decorate = task(cache_policy=NO_CACHE, **options)
+    return decorate if fn is None else decorate(fn)
+
+
+io_task = assay_task(retries=3, retry_delay_seconds=[1, 2, 4], retry_condition_fn=retry_if_transient)
 """A task that talks to a store: retried, and only on what may succeed on a second try."""
 
 

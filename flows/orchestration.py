@@ -18,16 +18,20 @@ from __future__ import annotations
 
 import importlib
 import re
+import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-from prefect import task, unmapped
+from prefect import unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from assay.storage.catalog.runs import get_run
 
 from . import operations as ops
-from .flow_context import assay_flow, emit, flow_workspace, io_task, listen, listening, progress_of, started, summed, workspace
+from .flow_context import (assay_flow, assay_task, emit, flow_workspace, io_task, listen, listening, progress_of, started,
+                           summed, workspace)
 from .workspace import bind_temporary_server
 
 bind_temporary_server()  # Prefect's temporary server dies with the command, even a SIGKILLed one
@@ -85,7 +89,7 @@ def _request_id() -> str:
     return f"run-suite:{flow_run.get_id() or new_id()}"
 
 
-@task
+@assay_task
 def execute_task(run_id: str, runner_options: dict[str, Any] | None) -> dict[str, Any]:
     ws = workspace()
     result = ops.execute_run(ws, run_id, runner_options, on_report=emit)
@@ -94,7 +98,7 @@ def execute_task(run_id: str, runner_options: dict[str, Any] | None) -> dict[str
             "awaiting_vendor": get_run(ws.engine, run_id).awaiting_vendor}
 
 
-@task
+@assay_task
 def judge_task(run_id: str, trigger: str = "run", force: bool = False) -> dict[str, Any]:
     """Judge one run, then read each consumer's verdict."""
     return ops.judge_run(workspace(), run_id, trigger, force=force, progress=progress_of(run_id))
@@ -135,7 +139,7 @@ def run_suite(
         return {"run": run, "executed": executed, "judged": judged["judged"], "verdicts": judged["verdicts"]}
 
 
-@task
+@assay_task
 def judge_runs_task(run_ids: list[str], keys: list[str] | None = None, new_versions_only: bool = False,
                     force: bool = False) -> dict[str, Any]:
     """Re-judge runs' stored evidence (a wide re-judge maps it, one task per run)."""
@@ -182,7 +186,7 @@ def rescore_materialise(suite: str, consumer: str, version: int | None = None,
         return rescore_task(suite, consumer, version, spec)
 
 
-@task
+@assay_task
 def rescore_task(suite: str, consumer: str, version: int | None, spec: dict[str, Any] | None) -> dict[str, Any]:
     """Re-score and append the verdicts. Not retried: the command reports a failure and its user decides;
     appending again is safe (one row per run, consumer and spec: :func:`assay.storage.judgments.write_verdicts`)."""
@@ -212,7 +216,36 @@ def attend(job: Any, *args: Any, **kwargs: Any) -> Any:
     # profiles (prefect.settings.temporary_settings does that, at a tenth of a second)
     flows = current.settings.flows.model_copy(update={"heartbeat_frequency": None})
     with SettingsContext(profile=current.profile, settings=current.settings.model_copy(update={"flows": flows})):
-        return job(*args, **kwargs)
+        with _plain_http_client():
+            return job(*args, **kwargs)
+
+
+@contextmanager
+def _plain_http_client() -> Iterator[None]:
+    """Within it, the Prefect client of a flow run (its engine, its tasks, its artifacts) is one built
+    without loading a certificate bundle, when the API is plain ``http://`` (the workspace's own server,
+    on loopback). Elsewhere, or inside a client Prefect already holds, it changes nothing.
+
+    Prefect's client builds a TLS context for every client it makes, loading its CA bundle whatever the
+X
+    flow run's cost against the workspace's server. Over ``http://`` no TLS is ever spoken; the context
+    given here trusts no certificate, so should TLS ever be asked of it, it fails closed.
+    """
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.context import SyncClientContext
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_KEY, PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url or not url.startswith("http://") or SyncClientContext.get() is not None:
+        yield
+        return
+    no_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies against no certificate at all: 0.2 ms to make
+    client = SyncPrefectClient(url, auth_string=PREFECT_API_AUTH_STRING.value(), api_key=PREFECT_API_KEY.value(),
+                               httpx_settings={"verify": no_tls})
+    # the context Prefect's engine and ``get_client(sync_client=True)`` look for, holding this client; built
+    # without its constructor, which would make Prefect's own client first
+    with SyncClientContext.model_construct(client=client):
+        yield
 
 
 def watched(console: Any, description: str, unit: str, quiet: bool, job: Any, *args: Any, **kwargs: Any) -> Any:

@@ -244,3 +244,50 @@ def test_the_flows_kept_elsewhere_are_declared_only_when_asked_for() -> None:
     env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}  # no temporary server to bind: none imported
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["[]", "[]", "[]"], out
+
+
+def test_a_commands_flow_run_loads_no_certificate_bundle_over_plain_http(prefect_harness, home: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prefect builds a verifying TLS context for each client it makes (25-35 ms: its CA bundle), even for
+    an ``http://`` API; a command's flow run, its tasks and its artifact share one client built without."""
+    import ssl
+
+    from prefect.context import SyncClientContext
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from assay.flows import orchestration as o
+
+    assert PREFECT_API_URL.value().startswith("http://")  # the harness's server, as the workspace's is
+    made: list[str] = []
+    real = ssl.create_default_context
+
+    def counted(*args, **kwargs):
+        made.append(kwargs.get("cafile") or "default")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    since = datetime.now(UTC)
+    result = o.attend(o.run_suite, SUITES[1])
+    assert made == []
+    assert [r.state_name for r in flow_runs("run-suite", since)] == ["Completed"]
+    rows = artifact_rows("verdicts-northside-hvac-recorded-calls")
+    assert {r["run_id"] for r in rows} == {result["run"]["run_id"]}
+    o.reap()  # called as a worker's flow-run process calls it: Prefect's own client, bundle loaded
+    assert made, "the count above could not fail: Prefect's own client no longer loads its bundle"
+    with temporary_settings(updates={PREFECT_API_URL: "https://prefect.example/api"}), o._plain_http_client():
+        assert SyncClientContext.get() is None  # over https, Prefect's own client and its verification
+
+
+def test_no_task_is_answered_from_a_cache() -> None:
+    """Every task has effects recorded in the catalog and the lake: none may be skipped for a cached result."""
+    import importlib
+
+    from prefect import Task
+    from prefect.cache_policies import NO_CACHE
+
+    from assay.flows import orchestration as o
+
+    modules = [o, *(importlib.import_module(m, "assay.flows") for m in set(o.ELSEWHERE.values()))]
+    tasks = {f"{m.__name__}.{name}": t for m in modules for name, t in vars(m).items() if isinstance(t, Task)}
+    assert len(tasks) >= 10
+    assert {name for name, t in tasks.items() if t.cache_policy is not NO_CACHE} == set()
