@@ -227,8 +227,8 @@ def _plain_http_client() -> Iterator[None]:
     on loopback). Elsewhere, or inside a client Prefect already holds, it changes nothing.
 
     Prefect's client builds a TLS context for every client it makes, loading its CA bundle whatever the
-X
-    flow run's cost against the workspace's server. Over ``http://`` no TLS is ever spoken; the context
+    URL's scheme: 25-35 ms per flow run on 2 cores, a quarter of an empty flow run's cost against the
+    workspace's server (``flows.fixed_cost``). Over ``http://`` no TLS is ever spoken; the context
     given here trusts no certificate, so should TLS ever be asked of it, it fails closed.
     """
     from prefect.client.orchestration import SyncPrefectClient
