@@ -78,9 +78,10 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
     with ws.engine.connect() as conn:
         names = codes.names_of(conn)
     coded = counted_run_verdicts(counts.lazy(), spec, key_codes, names).collect()
-    run_ids_of = pl.DataFrame({"run": list(by_code), "run_id": list(by_code.values())},
-                              schema={"run": coded.schema["run"], "run_id": pl.String})  # typed when there are none
-    return coded.join(run_ids_of, on="run").select("run_id", *VERDICT_COLUMNS).sort("run_id")
+    # each code back to its id by lookup: a join here gathers the nested verdict columns (55 ms for 20,000 runs)
+    run_id = pl.col("run").replace_strict(pl.Series(list(by_code), dtype=coded.schema["run"]),
+                                          pl.Series(list(by_code.values()), dtype=pl.String), default=None)
+    return coded.select(run_id.alias("run_id"), *VERDICT_COLUMNS).drop_nulls("run_id").sort("run_id")
 
 
 def rescore(
