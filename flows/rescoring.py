@@ -79,9 +79,12 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
         names = codes.names_of(conn)
     coded = counted_run_verdicts(counts.lazy(), spec, key_codes, names).collect()
     # each code back to its id by lookup (every code is one of by_code's: the counts were read for those only);
-    # a join here gathers the nested verdict columns, 50-70 ms for 20,000 runs against 4 ms
-    run_id = pl.col("run").replace_strict(pl.Series(list(by_code), dtype=coded.schema["run"]),
-                                          pl.Series(list(by_code.values()), dtype=pl.String))
+    # a join here gathers the nested verdict columns, 50-70 ms for 20,000 runs against 4 ms. A suite with no
+    # runs maps nothing, and Polars (2.1) then returns the codes' column unchanged, whatever the return type
+    # or a cast after it ask for: there, the empty column is cast on its own
+    run_id = (pl.col("run").replace_strict(pl.Series(list(by_code), dtype=coded.schema["run"]),
+                                           pl.Series(list(by_code.values()), dtype=pl.String))
+              if by_code else pl.col("run").cast(pl.String))
     return coded.select(run_id.alias("run_id"), *VERDICT_COLUMNS).sort("run_id")
 
 

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 import yaml
 
+from assay.core.criteria import CriteriaSpec
 from assay.core.errors import CriteriaError
 from assay.core.plugins import registered
 from assay.flows import judging, rescoring
@@ -197,6 +198,13 @@ def test_rescore_is_a_query_that_calls_neither_runner_nor_judge(
     assert stored.select("run_id", "consumer_key", "criteria", "verdict").rows() == [
         (demo_runs[0], "nightly_sweep", "v2", "fail")
     ]
+
+
+@pytest.mark.parametrize("spec", [None, CriteriaSpec(pass_rate={"min": 0.8})], ids=["from-counts", "from-atoms"])
+def test_rescore_of_a_suite_with_no_runs_lists_none(ws, spec: CriteriaSpec | None) -> None:
+    """Nothing run yet: an empty answer, on both paths (the counts' and the atoms')."""
+    result = rescoring.rescore(ws, SUITES[0], "blueprint_ci", spec=spec)
+    assert (result["runs"], result["flips"]) == ([], [])
 
 
 def test_rescore_with_a_candidate_spec_that_does_not_resolve_is_refused(ws, demo_runs) -> None:
