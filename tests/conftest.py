@@ -19,8 +19,9 @@ import sqlalchemy as sa
 
 from assay.storage.catalog.engine import create_catalog_engine, migrate
 
-# S3 stand-in: the `moto_server` and `s3_lake` fixtures live in tests/s3.py.
-pytest_plugins = ["s3"]
+# S3 stand-in: the `moto_server` and `s3_lake` fixtures live in tests/s3.py; the Prefect server the tests'
+# commands share, in tests/prefect_api.py.
+pytest_plugins = ["s3", "prefect_api"]
 
 PG_ENV = "ASSAY_TEST_POSTGRES_URL"
 PG_HINT = (

@@ -11,6 +11,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from prefect_api import prefect_env
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
@@ -64,10 +66,14 @@ def checkout(home: Path) -> Path:
     return root
 
 
-def assay(home: Path, *args: str) -> subprocess.CompletedProcess:
-    """``assay ARGS`` as a process in ``home``, from a :func:`checkout`, at :data:`WIDTH` columns."""
+def assay(home: Path, *args: str, shared_prefect: bool = True) -> subprocess.CompletedProcess:
+    """``assay ARGS`` as a process in ``home``, from a :func:`checkout`, at :data:`WIDTH` columns. Its flows
+    report to the tests' shared Prefect server (:mod:`prefect_api`) unless ``shared_prefect`` is false:
+    then to the workspace's own server if the block started one, else to a temporary one per command."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_"))}
     env.update(ASSAY_HOME=str(home), NO_COLOR="1", COLUMNS=str(WIDTH))
+    if shared_prefect:
+        env.update(prefect_env())
     return subprocess.run([sys.executable, "-m", "assay.flows.cli", *args], cwd=checkout(home), env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -112,15 +118,15 @@ Typed = tuple[Line, list[str], subprocess.CompletedProcess]
 """One line of a block as it ran: the line, its arguments with placeholders resolved, and the process."""
 
 
-def walk(heading: str, home: Path) -> list[Typed]:
+def walk(heading: str, home: Path, shared_prefect: bool = True) -> list[Typed]:
     """Run each line of the block under ``heading`` in ``home``, in order, stopping at the first line that
-    exits otherwise than expected (:func:`expected_exit`)."""
+    exits otherwise than expected (:func:`expected_exit`); ``shared_prefect`` as for :func:`assay`."""
     done = []
     for line in sh_block(heading):
         argv = shlex.split(line.command)
         assert argv[0] == "assay", f"{line}: the block holds only assay commands"
         argv = [resolve(home, a, line) if a in PLACEHOLDERS else a for a in argv[1:]]
-        proc = assay(home, *argv)
+        proc = assay(home, *argv, shared_prefect=shared_prefect)
         done.append((line, argv, proc))
         if proc.returncode != expected_exit(line):
             break

@@ -27,7 +27,7 @@ def toured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, lis
     with what each line printed."""
     home = tmp_path_factory.mktemp("tour") / "home"  # `assay init` creates it
     try:
-        yield home, walk(TOUR, home)
+        yield home, walk(TOUR, home, shared_prefect=False)  # as written: the tour starts the workspace's server
     finally:  # the tour stops the server it starts; a tour cut short must not leave it running
         assay(home, "server", "stop")
 

@@ -9,15 +9,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from prefect_api import prefect_env
 
 HEAVY = ("polars", "duckdb", "prefect", "pyarrow", "pandera", "sqlalchemy", "alembic")
 
 
 def assay(*args: str, home: Path, check: int | None = 0, columns: int = 200,
-          extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+          extra_env: dict[str, str] | None = None, shared_prefect: bool = True) -> subprocess.CompletedProcess:
+    """``assay ARGS`` as a process in ``home``; its flows report to the tests' shared Prefect server
+    (:mod:`prefect_api`) unless ``shared_prefect`` is false (then: the workspace's server, if it runs,
+    else a temporary one per command)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_API_URL"))}
     home.mkdir(parents=True, exist_ok=True)  # only `assay init` and the demo create one
     env.update(ASSAY_HOME=str(home), PREFECT_HOME=str(home / "prefect"), NO_COLOR="1", COLUMNS=str(columns))
+    if shared_prefect:
+        env.update(prefect_env())
     env.update(extra_env or {})
     proc = subprocess.run(
         [sys.executable, "-m", "assay.flows.cli", *args], env=env, capture_output=True, text=True, timeout=300

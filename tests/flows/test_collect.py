@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prefect_api import prefect_env
 import sqlalchemy as sa
 
 from assay.adapters.http import RetryPolicy
@@ -247,7 +248,7 @@ def test_the_collect_flow_and_the_run_suite_flow(prefect_harness, local_ws: Work
 
 def test_assay_collect_on_the_command_line(local_ws: Workspace) -> None:
     run_id = submit(local_ws)
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_HOME"} | {"NO_COLOR": "1"}
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_HOME"} | {"NO_COLOR": "1", **prefect_env()}
     proc = subprocess.run([sys.executable, "-m", "assay.flows.cli", "collect", "--json"], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prefect_api import prefect_env
 
 from test_cli import assay
 
@@ -93,7 +94,7 @@ def test_the_readme_exam_walk_through_runs_in_the_repository(worked, tmp_path: P
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     env.update(extra, ASSAY_HOME=str(tmp_path / "home"), NO_COLOR="1", COLUMNS="120",  # the fake harness replays:
                ASSAY_CLAUDE_BIN=str(repo.parent / "bin" / "claude"), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", **prefect_env())
     said = {}
     for line in sh_block("## Coding-agent exams"):
         argv = [session_id[:12] if a == "SESSION" else a for a in shlex.split(line.command)]

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prefect_api import prefect_env
 from rich.console import Console
 
 from assay.flows import progress
@@ -84,7 +85,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _assay(home: Path, *args: str) -> subprocess.CompletedProcess:
     """The CLI as in a terminal (rich is told it is one), 100 columns wide."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_"))}
-    env.update(ASSAY_HOME=str(home), TTY_COMPATIBLE="1", COLUMNS="100")
+    env.update(ASSAY_HOME=str(home), TTY_COMPATIBLE="1", COLUMNS="100", **prefect_env())
     return subprocess.run([sys.executable, "-m", "assay.flows.cli", *args], env=env, capture_output=True,
                           text=True, timeout=300)
 

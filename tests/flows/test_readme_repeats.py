@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from prefect_api import prefect_env
 from readme_blocks import ROOT, PLACEHOLDERS, expected_exit, resolve, sh_block
 
 HEADING = "### Repeats and per-case pass rates"
@@ -29,7 +30,7 @@ def test_the_readme_repeats_walk_through_runs(assay_home: Path, tmp_path: Path) 
             assert fakes.poll() is None and time.monotonic() < deadline, "assay fake-vendors did not start"
             time.sleep(0.1)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-        env.update(ASSAY_HOME=str(assay_home), NO_COLOR="1", COLUMNS="160")
+        env.update(ASSAY_HOME=str(assay_home), NO_COLOR="1", COLUMNS="160", **prefect_env())
         for line in env_file.read_text().splitlines():
             key, value = line.removeprefix("export ").split("=", 1)
             env[key] = value.strip("'")

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from prefect_api import prefect_env
 from readme_blocks import ROOT, sh_block
 
 
@@ -29,7 +30,7 @@ def test_the_readme_vendor_walk_through_runs(assay_home: Path, tmp_path: Path) -
         while not env_file.exists():
             assert fakes.poll() is None and time.monotonic() < deadline, "assay fake-vendors did not start"
             time.sleep(0.1)
-        env = dict(os.environ)
+        env = dict(os.environ) | prefect_env()
         for line in env_file.read_text().splitlines():
             key, value = line.removeprefix("export ").split("=", 1)
             env[key] = value.strip("'")

@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from prefect_api import prefect_env
 
 from assay.core.errors import LeaseError
 from assay.core.evidence import CaseRun, Report, Turn
@@ -21,7 +22,7 @@ from assay.storage.catalog.runs import create_run, job_for_run
 
 def _show(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_"))}
-    env.update(ASSAY_HOME=str(home), NO_COLOR="1", COLUMNS="80")
+    env.update(ASSAY_HOME=str(home), NO_COLOR="1", COLUMNS="80", **prefect_env())
     proc = subprocess.run([sys.executable, "-m", "assay.flows.cli", "runs", "show", *args], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

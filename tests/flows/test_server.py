@@ -19,7 +19,7 @@ from urllib.request import Request, urlopen
 
 import jsonschema
 import pytest
-from test_cli import assay
+from test_cli import assay as typed
 
 from assay.core.document_models import validate
 from assay.flows.demo import DEMO
@@ -27,6 +27,11 @@ from assay.flows.demo import DEMO
 SUITE = "acme-plumbing/main-line"
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "docs" / "schemas"
+
+
+def assay(*args: str, home: Path, check: int | None = 0):
+    """``assay ARGS`` as a process, with no Prefect server but the workspace's own (or a temporary one)."""
+    return typed(*args, home=home, check=check, shared_prefect=False)
 
 
 def _env(home: Path) -> dict[str, str]:

@@ -1,0 +1,86 @@
+"""One Prefect server for the commands the tests run as processes.
+
+A command that runs a flow with no server to report to starts a temporary Prefect server of its own:
+5-20 s per command on 2 cores, against under a second of work. A walk-through of a dozen commands paid it
+a dozen times. Here one real server is started on first use, as a user starts one (``assay init`` and
+``assay server start``, in a workspace of its own), and shared by every command a test runs with
+:func:`prefect_env`: the set-up of a user whose ``PREFECT_API_URL`` points at a server of their own, which
+every workspace then reports to. Each test keeps its own ``ASSAY_HOME`` (catalog and lake).
+
+The temporary server and the workspace's own server keep tests of their own (``tests/flows/test_server.py``,
+``tests/flows/test_workspace_safety.py``, the README tour, which runs ``assay server start`` as written):
+they run their commands without :func:`prefect_env`.
+
+Registered as a pytest plug-in by ``tests/conftest.py``; the server is stopped when the session ends, and
+a watchdog stops it should pytest itself be killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.core.settings import Settings
+from assay.flows import server
+from assay.flows.workspace import guard, release
+
+START_TIMEOUT_SECONDS = 180
+"""Generous: on a loaded machine a first start (its database created) has taken over a minute."""
+
+
+@dataclass
+class _Shared:
+    settings: Settings
+    state: server.ServerState
+    watchdog: subprocess.Popen
+
+
+_shared: _Shared | None = None
+
+
+def _cli(home: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_"))}
+    env.update(ASSAY_HOME=str(home))
+    done = subprocess.run([sys.executable, "-m", "assay.flows.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=START_TIMEOUT_SECONDS + 60)
+    assert done.returncode == 0, f"assay {' '.join(args)} for the tests' shared Prefect server:\n{done.stderr}"
+    return done.stdout
+
+
+def shared_api_url() -> str:
+    """The API URL of the tests' shared Prefect server, started on the first call."""
+    global _shared
+    if _shared is None:
+        home = Path(tempfile.mkdtemp(prefix="assay-tests-prefect-")) / "home"
+        _cli(home, "init")
+        started = json.loads(_cli(home, "server", "start", "--timeout", str(START_TIMEOUT_SECONDS), "--json"))
+        settings = Settings(home=home)
+        state = server.current(settings)
+        assert state is not None and state.pid == started["server"]["pid"], started
+        _shared = _Shared(settings, state, guard(state.pid))  # it dies with pytest, however pytest ends
+    elif not server.healthy(_shared.state, timeout=10.0):
+        raise AssertionError(f"the tests' shared Prefect server stopped answering; its log: "
+                             f"{server.log_path(_shared.settings)}")
+    return _shared.state.api_url
+
+
+def prefect_env() -> dict[str, str]:
+    """What a command's environment needs to run its flows on the shared server."""
+    return {"PREFECT_API_URL": shared_api_url(),
+            "PREFECT_CLIENT_CSRF_SUPPORT_ENABLED": "false"}  # the server runs without CSRF protection (loopback)
+
+
+def pytest_sessionfinish() -> None:
+    global _shared
+    if _shared is None:
+        return
+    server.stop(_shared.settings)
+    release(_shared.watchdog)
+    shutil.rmtree(_shared.settings.home.parent, ignore_errors=True)
+    _shared = None
