@@ -17,7 +17,6 @@ a watchdog stops it should pytest itself be killed.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -58,12 +57,15 @@ def shared_api_url() -> str:
     global _shared
     if _shared is None:
         home = Path(tempfile.mkdtemp(prefix="assay-tests-prefect-")) / "home"
-        _cli(home, "init")
-        started = json.loads(_cli(home, "server", "start", "--timeout", str(START_TIMEOUT_SECONDS), "--json"))
         settings = Settings(home=home)
-        state = server.current(settings)
-        assert state is not None and state.pid == started["server"]["pid"], started
-        _shared = _Shared(settings, state, guard(state.pid))  # it dies with pytest, however pytest ends
+        _cli(home, "init")
+        try:
+            _cli(home, "server", "start", "--timeout", str(START_TIMEOUT_SECONDS))
+        finally:  # a server that runs, whatever the start said, is pytest's: it dies with pytest, however that ends
+            if (state := server.current(settings)) is not None:
+                _shared = _Shared(settings, state, guard(state.pid))
+        if _shared is None:
+            raise AssertionError(f"`assay server start` left no server running; its log: {server.log_path(settings)}")
     elif not server.healthy(_shared.state, timeout=10.0):
         raise AssertionError(f"the tests' shared Prefect server stopped answering; its log: "
                              f"{server.log_path(_shared.settings)}")
