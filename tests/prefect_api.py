@@ -7,9 +7,9 @@ a dozen times. Here one real server is started on first use, as a user starts on
 :func:`prefect_env`: the set-up of a user whose ``PREFECT_API_URL`` points at a server of their own, which
 every workspace then reports to. Each test keeps its own ``ASSAY_HOME`` (catalog and lake).
 
-The temporary server and the workspace's own server keep tests of their own (``tests/flows/test_server.py``,
-``tests/flows/test_workspace_safety.py``, the README tour, which runs ``assay server start`` as written):
-they run their commands without :func:`prefect_env`.
+The temporary server and the workspace's own server keep tests of their own, which run their commands
+without :func:`prefect_env`: ``tests/flows/test_server.py``, the killed run of
+``tests/flows/test_workspace_safety.py``, and the README tour (which runs ``assay server start`` as written).
 
 Registered as a pytest plug-in by ``tests/conftest.py``; the server is stopped when the session ends, and
 a watchdog stops it should pytest itself be killed.

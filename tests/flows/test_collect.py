@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prefect_api import prefect_env
 import sqlalchemy as sa
+from prefect_api import prefect_env
 
 from assay.adapters.http import RetryPolicy
 from assay.adapters.runners.hamming import HammingRunner
