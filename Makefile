@@ -22,8 +22,8 @@ demo: $(STAMP)
 	ASSAY_HOME=$(DEMO_HOME) $(BIN)/assay demo --reset
 
 # One worker process per core (at most 4), each taking whole test files, so a module's shared fixtures are
-# built once; most tests wait on processes and servers of their own, so 2 workers on 2 cores took
-# 0.56-0.71 of the serial time (32-37 min against 52-57). `pytest -n 0` runs everything in one process.
+# built once. On 2 cores, 2 workers ran the suite in 32-37 min where one process took 52-57 min.
+# `pytest -n 0` runs everything in one process.
 test: $(STAMP)
 	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile
 
