@@ -19,7 +19,7 @@ reached the client refused with 503 ("database is locked": the server's SQLite d
 recording the previous flow's task runs). Prefect's client retries a refusal 2 s later; the
 workspace's server retries it itself first (:mod:`assay.flows.server_app`).
 
-Each arm runs once untimed (imports, the flow's first registration), then 15 times, the arms
+Each arm runs once untimed (imports, the flow's first registration), then 25 times, the arms
 alternating (A, E, B, then B with Prefect's heartbeat thread); the value is median B / median A.
 """
 
@@ -39,7 +39,7 @@ from .common import Result, workdir
 from .ingest import write_call_set
 
 CASES = 1_000
-REPEATS = 15
+REPEATS = 25
 BACK_TO_BACK = 10
 TARGET = 1.2
 TEAM, SUITE, CONSUMER = "bench-flows", "calls", "ci"

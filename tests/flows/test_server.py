@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "docs" / "schemas"
 
 
-def assay(*args: str, home: Path, check: int | None = 0):
+def assay(*args: str, home: Path, check: int | None = 0, extra_env: dict[str, str] | None = None):
     """``assay ARGS`` as a process, with no Prefect server but the workspace's own (or a temporary one)."""
-    return typed(*args, home=home, check=check, shared_prefect=False)
+    return typed(*args, home=home, check=check, shared_prefect=False, extra_env=extra_env)
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -71,14 +71,23 @@ def _processes_of(home: Path) -> set[int]:
 
 
 def _flow_runs(api_url: str) -> list[dict]:
-    request = Request(f"{api_url}/flow_runs/filter", data=b"{}", headers={"Content-Type": "application/json"})
+    return _post(f"{api_url}/flow_runs/filter", {})
+
+
+def _task_runs(api_url: str, flow_run_id: str) -> list[dict]:
+    """The task runs the server has recorded for one flow run."""
+    return _post(f"{api_url}/task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run_id]}}})
+
+
+def _post(url: str, body: dict) -> list[dict]:
+    request = Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 
 
-def _doc(home: Path, *args: str) -> dict:
+def _doc(home: Path, *args: str, extra_env: dict[str, str] | None = None) -> dict:
     """``assay server ARGS --json``, checked against its model and its committed JSON Schema."""
-    document = json.loads(assay("server", *args, "--json", home=home).stdout)
+    document = json.loads(assay("server", *args, "--json", home=home, extra_env=extra_env).stdout)
     validate(document)
     jsonschema.Draft202012Validator(json.loads((SCHEMAS / f"{document['schema']}.json").read_text())).validate(document)
     return document
@@ -143,6 +152,10 @@ def test_a_run_uses_the_workspace_server_and_is_listed_by_it(served: tuple[Path,
     new = [r for r in _flow_runs(api) if r["id"] not in before]
     assert new and all(r["state_type"] == "COMPLETED" for r in new), new
     assert [r["parameters"].get("suite") for r in new].count(SUITE) == 1, new
+    # its task runs, recorded from the events the command sent, in the server's batches (server.RECORDING)
+    (flow_run,) = [r for r in new if r["parameters"].get("suite") == SUITE]
+    _until(lambda: len(_task_runs(api, flow_run["id"])) == 4, 30, "the run's four task runs recorded")
+    assert all(t["state_type"] == "COMPLETED" for t in _task_runs(api, flow_run["id"]))
 
     shown = assay("run", SUITE, home=home).stdout  # no hint: nothing temporary starts
     assert "temporary Prefect server" not in shown and "completed" in shown
@@ -205,6 +218,27 @@ def test_a_second_workspace_gets_its_own_server_and_stop_leaves_nothing(
     assert "nothing to stop" in assay("server", "stop", home=home).stdout
     assert _doc(home, "stop")["stopped"] is None
     assert _status(served[0])["healthy"]  # the other workspace's server is untouched
+
+
+def test_a_stop_records_what_the_server_still_held(workspace: Path) -> None:
+    """The server records task runs in batches (server.RECORDING); here its batches wait ten minutes, so
+    the run's task runs are still queued when ``assay server stop`` ends it, and stopping writes them."""
+    home = _copy(workspace, "held")
+    hold = {"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "600"}  # the user's setting wins
+    api = _doc(home, "start", extra_env=hold)["server"]["api_url"]
+    try:
+        assert json.loads(assay("run", SUITE, "--json", home=home).stdout)["run"]["status"] == "completed"
+        (flow_run,) = [r for r in _flow_runs(api) if r["parameters"].get("suite") == SUITE]
+        assert _task_runs(api, flow_run["id"]) == []  # held in the batch
+    finally:
+        assay("server", "stop", home=home)
+    api = _doc(home, "start")["server"]["api_url"]
+    try:
+        recorded = _task_runs(api, flow_run["id"])
+        assert len(recorded) == 4 and all(t["state_type"] == "COMPLETED" for t in recorded), recorded
+    finally:
+        assay("server", "stop", home=home)
+    _until(lambda: not _processes_of(home), 30, f"every process of {home} ended")
 
 
 @pytest.mark.parametrize("owner", ["dead", "someone else"])
