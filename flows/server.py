@@ -45,10 +45,10 @@ RECORDING = {
 transaction (Prefect writes each task-run state as its event arrives), and events every five seconds
 (Prefect's interval) rather than every 20 events. Each of those writes takes SQLite's one write lock,
 and a flow run's own requests (create it, set its states, publish its artifact) wait on it; on 2 cores
-the server's CPU also competes with the command's. Measured with the run-suite flow of 1,000 cases
-(``bench flows``): ten flows back to back took a median of 0.10-0.16 s each with these settings and
-0.27-0.45 s with Prefect's (``flows.back_to_back``), and the server spent 0.22-0.28 s of CPU per flow
-against 0.34-0.42 s (three alternating runs, outside the benchmarks). Task runs reach the UI within a
+the server's CPU also competes with the command's. Ten flows of four tasks, back to back
+(``flows.back_to_back``), took a median of 0.10-0.16 s each with these settings and 0.27-0.45 s with
+Prefect's; the server spent 0.22-0.28 s of CPU per run-suite flow of 1,000 cases against 0.34-0.42 s
+(three alternating runs, outside the benchmarks; docs/operations.md). Task runs reach the UI within a
 second, events within five; stopping the server writes what it still holds. A setting of the same name
 in the environment of ``assay server start`` wins."""
 
