@@ -49,8 +49,10 @@ the server's CPU also competes with the command's. Ten flows of four tasks, back
 (``flows.back_to_back``), took a median of 0.10-0.16 s each with these settings and 0.27-0.45 s with
 Prefect's; the server spent 0.22-0.28 s of CPU per run-suite flow of 1,000 cases against 0.34-0.42 s
 (three alternating runs, outside the benchmarks; docs/operations.md). Task runs reach the UI within a
-second, events within five; stopping the server writes what it still holds. A setting of the same name
-in the environment of ``assay server start`` wins."""
+second, events within five; stopping the server writes what it still holds. A server killed outright
+loses what it held (its message queue is in memory): up to a second of task runs and five seconds of
+events, from the UI only; every run's evidence, outcomes and verdicts are in the catalog and the lake. A
+setting of the same name in the environment of ``assay server start`` wins."""
 
 STOP_GRACE_SECONDS = 10.0
 """How long ``stop`` waits after SIGTERM before it sends SIGKILL."""
