@@ -8,6 +8,7 @@ red line and exit 1 (the traceback with ``--debug``); a malformed command line e
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import sys
 from datetime import datetime
@@ -421,7 +422,10 @@ def run_command() -> None:
     status. Non-daemon threads have been joined before any handler runs. What it skips is what no command
     relies on: finalisers of objects still alive (every store closes what it opens, and a catalog's
     SQLite write-ahead log is replayed by the next open). Tests call :func:`main`, which never does this.
+
+    The cyclic garbage collector runs less often here than Python's default (:data:`COLLECT_EVERY`).
     """
+    gc.set_threshold(*COLLECT_EVERY)
     if not atexit._ncallbacks():  # a handler registered earlier would run after ours: then end as usual
         atexit.register(_end_now)
     try:
@@ -431,6 +435,16 @@ def run_command() -> None:
         raise
     _ended_with.append(0)
 
+
+COLLECT_EVERY = (200_000, 10, 10)
+"""The ``assay`` process's garbage-collector thresholds (``gc.set_threshold``): the youngest generation is
+collected after 200,000 new objects instead of Python's 700. A command imports Prefect, Polars,
+SQLAlchemy and pydantic, hundreds of thousands of objects that live as long as the process; at 700 the
+collector runs hundreds of times over them while they are imported and while a command works (over 20,000
+runs, ``assay rescore --json`` spent 120-140 ms of about 0.8 s collecting, and found almost nothing).
+Cyclic garbage is still collected, later: a command holds at most one young generation of it more.
+Measured with ``assay rescore --json`` over 20,000 runs, median of 9 fresh processes, alternating:
+0.80 s at Python's thresholds, 0.74 s at these, 0.71 s with the collector off."""
 
 _ended_with: list[object] = []  # the exit status run_command's main ended with (SystemExit's code)
 

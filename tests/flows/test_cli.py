@@ -100,6 +100,24 @@ def test_the_program_ends_after_its_exit_handlers_without_the_teardown(tmp_path:
         assert json.loads(listed.stdout)["runs"] == [], listed.stdout
 
 
+def test_the_program_collects_garbage_less_often_than_python_by_default() -> None:
+    """`assay` (run_command) runs its command under the collector thresholds COLLECT_EVERY, not Python's own."""
+    from assay.flows.cli import COLLECT_EVERY
+
+    code = (
+        "import gc, sys\n"
+        "import assay.flows.cli as cli\n"
+        "print(gc.get_threshold())\n"
+        "cli.main = lambda: print(gc.get_threshold())\n"
+        "sys.argv = ['assay']\n"
+        "cli.run_command()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    before, during = proc.stdout.split()[:3], proc.stdout.split()[3:]
+    assert "".join(before) != "".join(during), proc.stdout  # Python's default thresholds differ from ours
+    assert "".join(during) == str(COLLECT_EVERY).replace(" ", ""), proc.stdout
+
+
 @pytest.mark.parametrize("args", [("run",), ("no-such-command",), ("runs", "list", "--limit", "zero")])
 def test_a_malformed_command_line_exits_2(tmp_path: Path, args: tuple[str, ...]) -> None:
     proc = assay(*args, home=tmp_path, check=2)
