@@ -149,17 +149,21 @@ IMPORTS = {
     "stack": ("fsspec", "orjson", "polars", "pyarrow", "pydantic", "pydantic_settings", "sqlalchemy", "typer"),
 }
 """What ``assay rescore --json`` imports before it does any work, each set imported by a process that
-does nothing else (``ours``: the command's modules, which bring the stack; ``stack``: the libraries alone)."""
+does nothing else (``ours``: the command's modules, which bring the stack; ``stack``: the libraries alone),
+its garbage collector set as the ``assay`` program sets its own (:data:`assay.flows.cli.COLLECT_EVERY`)."""
 
 
 def _import_floor(home: Path) -> dict[str, float]:
     """Median wall times of a process that only imports (``ours``, ``stack``) and of the baseline's whole
     run, each a fresh process, interleaved."""
+    from assay.flows.cli import COLLECT_EVERY
+
     base, env = _baseline(home), _workspace_env(home)
     times: dict[str, list[float]] = {"ours": [], "stack": [], "baseline": []}
     for _ in range(REPEATS):
         for arm, modules in IMPORTS.items():
-            times[arm].append(_child([sys.executable, "-c", f"import {', '.join(modules)}"], env)[0])
+            code = f"import gc; gc.set_threshold(*{COLLECT_EVERY!r}); import {', '.join(modules)}"  # as `assay` collects
+            times[arm].append(_child([sys.executable, "-c", code], env)[0])
         times["baseline"].append(_child(base)[0])
     return {arm: statistics.median(laps) for arm, laps in times.items()}
 
