@@ -410,6 +410,18 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc, 1, unexpected=True)
 
 
+COLLECT_EVERY = (200_000, 10, 10)
+"""The ``assay`` process's garbage-collector thresholds (``gc.set_threshold``): the youngest generation is
+collected after 200,000 new objects instead of Python's 700. A command imports Prefect, Polars,
+SQLAlchemy and pydantic, hundreds of thousands of objects that live as long as the process; at 700 the
+collector passes over them hundreds of times while they are imported and while the command works: a
+process doing what ``assay rescore --json`` does over 20,000 runs spent 125-150 ms of about 0.8 s
+collecting. Cyclic garbage is still collected, later: the young generation after 200,000 new objects,
+the older two after ten and a hundred times that. Measured with ``assay rescore --json`` over 20,000
+runs, median of 9 fresh processes, alternating: 0.80 s at Python's thresholds, 0.74 s at these, 0.71 s
+with the collector off."""
+
+
 def run_command() -> None:
     """The ``assay`` program: :func:`main` as the process's entry point, ending without the interpreter's
     teardown.
@@ -435,16 +447,6 @@ def run_command() -> None:
         raise
     _ended_with.append(0)
 
-
-COLLECT_EVERY = (200_000, 10, 10)
-"""The ``assay`` process's garbage-collector thresholds (``gc.set_threshold``): the youngest generation is
-collected after 200,000 new objects instead of Python's 700. A command imports Prefect, Polars,
-SQLAlchemy and pydantic, hundreds of thousands of objects that live as long as the process; at 700 the
-collector runs hundreds of times over them while they are imported and while a command works (over 20,000
-runs, ``assay rescore --json`` spent 120-140 ms of about 0.8 s collecting, and found almost nothing).
-Cyclic garbage is still collected, later: a command holds at most one young generation of it more.
-Measured with ``assay rescore --json`` over 20,000 runs, median of 9 fresh processes, alternating:
-0.80 s at Python's thresholds, 0.74 s at these, 0.71 s with the collector off."""
 
 _ended_with: list[object] = []  # the exit status run_command's main ended with (SystemExit's code)
 
