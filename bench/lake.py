@@ -150,7 +150,9 @@ IMPORTS = {
 }
 """What ``assay rescore --json`` imports before it does any work, each set imported by a process that
 does nothing else (``ours``: the command's modules, which bring the stack; ``stack``: the libraries alone),
-its garbage collector set as the ``assay`` program sets its own (:data:`assay.flows.cli.COLLECT_EVERY`)."""
+its garbage collector set to the ``assay`` program's thresholds (:data:`assay.flows.cli.COLLECT_EVERY`) before
+the first import; ``assay`` sets them once its CLI module (Typer and the standard library) is imported,
+before the libraries that do the work."""
 
 
 def _import_floor(home: Path) -> dict[str, float]:
