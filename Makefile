@@ -1,12 +1,12 @@
 # The two commands: `make demo` runs the main job on the embedded default; `make test` installs
-# what is needed and runs every test. `make bench` runs the benchmarks; `make notebooks` opens the analyst
+# what is needed and runs the fast tier of the tests (`make test-all`: every test). `make bench` runs the benchmarks; `make notebooks` opens the analyst
 # notebooks in JupyterLab.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench notebooks clean
+.PHONY: install demo test test-all bench notebooks clean
 
 install: $(STAMP)
 
@@ -21,11 +21,18 @@ DEMO_HOME ?= .assay/demo-home
 demo: $(STAMP)
 	ASSAY_HOME=$(DEMO_HOME) $(BIN)/assay demo --reset
 
+# Two tiers (tests/tiers.py decides from what each test uses): `make test` runs the fast one, the tests to run
+# before every commit; `make test-all` adds the end-to-end tier (processes, real Prefect servers and workers,
+# Dask, moto, Chromium, notebooks, failpoint kills, README walk-throughs, exam replays): what CI runs.
 # One worker process per core (at most 4), each taking whole test files, so a module's shared fixtures are
-# built once. On 2 cores, 2 workers ran the suite in 32-37 min where one process took 52-57 min.
-# `pytest -n 0` runs everything in one process.
+# built once. `pytest -n 0` runs in one process.
+PYTEST := $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile
+
 test: $(STAMP)
-	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile
+	$(PYTEST) -m "not e2e"
+
+test-all: $(STAMP)
+	$(PYTEST) --file-durations=0
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

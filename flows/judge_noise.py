@@ -71,7 +71,7 @@ def _questions(ws: Workspace, run_id: str, keys: list[str] | None) -> pl.DataFra
     ids = judged["assertion_id"].unique().to_list()
     with ws.engine.connect() as conn:
         params = dict(conn.execute(sa.select(t.assertions.c.assertion_id, t.assertions.c.params)
-                                   .where(t.assertions.c.assertion_id.in_(ids))).tuples().all())
+                                   .where(t.assertions.c.assertion_id.in_(ids))).all())
     rubrics = {a: Rubric.model_validate(p).rubric for a, p in params.items()}
     runs = ws.lake.collect(ws.lake.scan("case_runs", where).filter(pl.col("run_id") == run_id)
                            .select("case_run_id", "source_ref", "transcript", "tool_calls"), "case_runs", where)

@@ -2,7 +2,8 @@
 
 PostgreSQL tests need ``ASSAY_TEST_POSTGRES_URL`` (e.g.
 ``postgresql+psycopg://assay:assay@127.0.0.1:5432/assay_test``). Without it they skip with a message;
-with ``ASSAY_REQUIRE_POSTGRES=1`` (set by CI) a missing or unreachable server is a failure instead.
+with ``ASSAY_REQUIRE_POSTGRES=1`` (set by CI) a missing or unreachable server is a failure instead
+(``tests/tools.py`` declares every such tool).
 Each PostgreSQL test gets its own schema, dropped afterwards, so tests never see each other's rows.
 """
 
@@ -19,33 +20,24 @@ import sqlalchemy as sa
 
 from assay.storage.catalog.engine import create_catalog_engine, migrate
 
-# S3 stand-in: the `moto_server` and `s3_lake` fixtures live in tests/s3.py; the Prefect server the tests'
-# commands share, in tests/prefect_api.py.
-pytest_plugins = ["s3", "prefect_api"]
-
-PG_ENV = "ASSAY_TEST_POSTGRES_URL"
-PG_HINT = (
-    f"PostgreSQL catalog tests skipped: set {PG_ENV}=postgresql+psycopg://USER:PASSWORD@HOST:5432/DB "
-    "to run them (ASSAY_REQUIRE_POSTGRES=1 makes a missing server a failure)"
-)
+# S3 stand-in: the `moto_server` and `s3_lake` fixtures live in tests/s3.py; the Prefect servers, in
+# tests/prefect_api.py; the external tools (PostgreSQL, Chromium), in tests/tools.py; the two tiers (fast
+# and end-to-end), the sleep budget and the per-file time table, in tests/tiers.py.
+pytest_plugins = ["pytester", "s3", "prefect_api", "tools", "tiers", "command_line", "readme_blocks"]
 
 
 def _postgres_base_url() -> str:
-    url = os.environ.get(PG_ENV)
-    required = os.environ.get("ASSAY_REQUIRE_POSTGRES") == "1"
-    if not url:
-        if required:
-            pytest.fail(f"ASSAY_REQUIRE_POSTGRES=1 but {PG_ENV} is not set")
-        pytest.skip(PG_HINT)
+    """The PostgreSQL server the tests may use (``tools.need``), checked to answer."""
+    from tools import POSTGRES_ENV, TOOLS, need  # a plug-in of this file: imported once it is registered
+
+    url = need("postgres")
     try:
         engine = sa.create_engine(url)
         with engine.connect():
             pass
         engine.dispose()
     except sa.exc.OperationalError as exc:
-        if required:
-            pytest.fail(f"PostgreSQL at {PG_ENV} is unreachable: {exc.orig}")
-        pytest.skip(f"{PG_HINT} (server unreachable: {exc.orig})")
+        TOOLS["postgres"].missing(f"the server at {POSTGRES_ENV} is unreachable: {exc.orig}")
     return url
 
 
@@ -98,19 +90,19 @@ def engine(catalog_url: str) -> Iterator[sa.Engine]:
 
 
 @pytest.fixture(scope="session")
-def prefect_harness():
-    """One Prefect test server for the whole test run: flows called in this process report to it."""
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_harness() -> None:
+    """One Prefect test server for the whole test run: flows called in this process report to it
+    (``prefect_api.harness``: the in-process command line shares it)."""
+    from prefect_api import harness  # a plug-in of this file: imported once it is registered
 
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
+    harness()
 
 
 @pytest.fixture
 def assay_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """ASSAY_HOME in a temp dir, with no other ASSAY_ setting leaking in from the environment."""
     for key in list(os.environ):
-        if key.startswith("ASSAY_") and key not in (PG_ENV, "ASSAY_REQUIRE_POSTGRES", "ASSAY_LIVE_TESTS"):
+        if key.startswith("ASSAY_") and key not in ("ASSAY_TEST_POSTGRES_URL", "ASSAY_LIVE_TESTS") and not key.startswith("ASSAY_REQUIRE_"):
             monkeypatch.delenv(key)
     home = tmp_path / "home"
     home.mkdir()  # only `assay init` and the demo create a workspace's home

@@ -1,11 +1,15 @@
-"""One Prefect server for the commands the tests run as processes.
+"""The tests' one Prefect server per worker process: what its flows and the commands it starts report to.
 
 A command that runs a flow with no server to report to starts a temporary Prefect server of its own:
 5-20 s per command on 2 cores, against under a second of work. A walk-through of a dozen commands paid it
 a dozen times. Here one real server is started on first use, as a user starts one (``assay init`` and
 ``assay server start``, in a workspace of its own), and shared by every command a test runs with
 :func:`prefect_env`: the set-up of a user whose ``PREFECT_API_URL`` points at a server of their own, which
-every workspace then reports to. Each test keeps its own ``ASSAY_HOME`` (catalog and lake).
+every workspace then reports to. Each test keeps its own ``ASSAY_HOME`` (catalog and lake). The flows the
+test process runs itself report to it too (:func:`harness`, entered by the ``prefect_harness`` fixture and by
+the in-process command line, ``command_line.assay``): a server of ours, which retries a busy SQLite database
+inside (``assay.flows.server_app``), where Prefect's own test harness answered 503 and its client slept
+seconds before trying again.
 
 The temporary server and the workspace's own server keep tests of their own, which run their commands
 without :func:`prefect_env`: ``tests/flows/test_server.py``, the killed run of
@@ -17,6 +21,7 @@ a watchdog stops it should pytest itself be killed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -41,6 +46,25 @@ class _Shared:
 
 
 _shared: _Shared | None = None
+_harness: contextlib.ExitStack | None = None
+
+
+def harness() -> None:
+    """Point this process's flows at the tests' shared server for the rest of the session, unless they are
+    already (Prefect's settings, as its own test harness sets them).
+
+    The flows run as a command runs them (``assay.flows.orchestration.attend``): without Prefect's heartbeat
+    thread, which holds each flow run up to a second at its end. A worker's flow runs keep it: the tests of
+    deployments run a real worker, and a test may set the heartbeat for itself."""
+    global _harness
+    if _harness is None:
+        from prefect.settings import temporary_settings
+
+        stack = contextlib.ExitStack()
+        stack.enter_context(temporary_settings(updates={"api.url": shared_api_url(),
+                                                        "client.csrf_support_enabled": False,
+                                                        "flows.heartbeat_frequency": None}))
+        _harness = stack
 
 
 def _cli(home: Path, *args: str) -> str:
@@ -79,7 +103,10 @@ def prefect_env() -> dict[str, str]:
 
 
 def pytest_sessionfinish() -> None:
-    global _shared
+    global _shared, _harness
+    if _harness is not None:
+        _harness.close()
+        _harness = None
     if _shared is None:
         return
     server.stop(_shared.settings)

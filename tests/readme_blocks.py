@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefect_api import prefect_env
+import pytest
+from command_line import assay_process
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -69,13 +68,10 @@ def checkout(home: Path) -> Path:
 def assay(home: Path, *args: str, shared_prefect: bool = True) -> subprocess.CompletedProcess:
     """``assay ARGS`` as a process in ``home``, from a :func:`checkout`, at :data:`WIDTH` columns. Its flows
     report to the tests' shared Prefect server (:mod:`prefect_api`) unless ``shared_prefect`` is false:
-    then to the workspace's own server if the block started one, else to a temporary one per command."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_"))}
-    env.update(ASSAY_HOME=str(home), NO_COLOR="1", COLUMNS=str(WIDTH))
-    if shared_prefect:
-        env.update(prefect_env())
-    return subprocess.run([sys.executable, "-m", "assay.flows.cli", *args], cwd=checkout(home), env=env,
-                          capture_output=True, text=True, timeout=300)
+    then to the workspace's own server if the block started one, else to a temporary one per command.
+    For a test that uses the ``readme_walk`` fixture (the end-to-end tier)."""
+    return assay_process(*args, home=home, cwd=checkout(home), columns=WIDTH, check=None,
+                         shared_prefect=shared_prefect)
 
 
 def cli_json(home: Path, *args: str) -> dict:
@@ -140,3 +136,9 @@ def assert_walked(heading: str, done: list[Typed]) -> None:
         assert proc.returncode == expected_exit(line), (
             f"{line}: exit {proc.returncode}, expected {expected_exit(line)}\n{proc.stdout}\n{proc.stderr}")
     assert len(done) == len(sh_block(heading))
+
+
+@pytest.fixture(scope="session")
+def readme_walk():
+    """:func:`walk`: a README block typed line by line as processes, as a user would (end-to-end)."""
+    return walk

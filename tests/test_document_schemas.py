@@ -16,7 +16,7 @@ from assay.core.document_models import BODIES, json_schema, rendered, validate
 from assay.core.documents import DOCUMENTS
 
 sys.path.insert(0, str(Path(__file__).parent / "flows"))
-from test_cli import assay  # noqa: E402
+from command_line import assay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "docs" / "schemas"

@@ -16,19 +16,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from readme_blocks import ROOT, Typed, assay, assert_walked, checkout, walk
+from readme_blocks import ROOT, Typed, assay, assert_walked, checkout
 
 OWN_SUITE = "## Your own suite"
 SUITE = "brightwire-electric/answering-line"
 
 
 @pytest.fixture(scope="module")
-def walked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Typed]]:
+def walked(readme_walk, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Typed]]:
     home = tmp_path_factory.mktemp("own-suite") / "home"
     examples = checkout(home) / "examples"
     examples.unlink()  # the user's own copy, which they will edit
     shutil.copytree(ROOT / "examples", examples)
-    return home, walk(OWN_SUITE, home)
+    return home, readme_walk(OWN_SUITE, home)
 
 
 def said(done: list[Typed], command: str) -> str:

@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from readme_blocks import WIDTH, Typed, assay, assert_walked, cli_json, walk
+from readme_blocks import WIDTH, Typed, assay, assert_walked, cli_json
 
 TOUR = "## A tour"
 
 
 @pytest.fixture(scope="module")
-def toured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Typed]]]:
+def toured(readme_walk, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Typed]]]:
     """A workspace the whole tour ran in (stopping at the first line that exits otherwise than expected),
     with what each line printed."""
     home = tmp_path_factory.mktemp("tour") / "home"  # `assay init` creates it
     try:
-        yield home, walk(TOUR, home, shared_prefect=False)  # as written: the tour starts the workspace's server
+        yield home, readme_walk(TOUR, home, shared_prefect=False)  # as written: the tour starts the workspace's server
     finally:  # the tour stops the server it starts; a tour cut short must not leave it running
         assay(home, "server", "stop")
 

@@ -184,12 +184,16 @@ def drive_any(runner: Runner, ledger: CatalogLedger, job: RunJob, *, owner: str,
     ledger.release(lease)
 
 
-def claim_once(url: str, lake_url: str, run_id: str, owner: str, start, results) -> None:
-    """Subprocess body for the race: wait for the start signal, try to claim, report the outcome."""
+def claim_once(url: str, lake_url: str, run_id: str, owner: str, start, ready, results) -> None:
+    """Subprocess body for the race: connect, say so on ``ready``, wait for the start signal, try to claim,
+    report the outcome."""
     from assay.core.errors import LeaseError
 
     engine = create_catalog_engine(url)
     ledger = CatalogLedger(engine, Lake(lake_url, engine))
+    with engine.connect():
+        pass
+    ready.put(owner)
     start.wait()
     try:
         ledger.claim(run_id, owner, 60)
@@ -198,12 +202,14 @@ def claim_once(url: str, lake_url: str, run_id: str, owner: str, start, results)
         results.put((owner, f"lost: {exc.reason}"))
 
 
-def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: str, workdir: str) -> None:
-    """Subprocess body: claim with a short lease, report one batch, then die without releasing."""
-    import os
+DOOMED_LEASE_SECONDS = 120
+"""The lease the dying process claims: it must outlive the process's start on a loaded machine."""
 
-    import duckdb  # noqa: F401  (heavy imports first, so the short lease is spent on the run itself)
-    import polars  # noqa: F401
+
+def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: str, workdir: str) -> None:
+    """Subprocess body: claim a lease, report one batch, then die without releasing. The lease is long
+    enough for a loaded machine; the test then steps the reaper's clock past it instead of waiting."""
+    import os
 
     engine = create_catalog_engine(url)
     ledger = CatalogLedger(engine, Lake(lake_url, engine))
@@ -217,4 +223,4 @@ def die_after_first_report(url: str, lake_url: str, run_id: str, runner_name: st
         os._exit(17)  # a crash: no release, no cleanup
 
     ledger.commit_report = commit_then_die
-    drive_any(runner, ledger, job_for_run(engine, run_id), owner="doomed", ttl_seconds=4)
+    drive_any(runner, ledger, job_for_run(engine, run_id), owner="doomed", ttl_seconds=DOOMED_LEASE_SECONDS)

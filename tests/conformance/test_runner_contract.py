@@ -10,8 +10,8 @@ reason); each is a strict xfail with that reason, listed at the end of the sessi
 from __future__ import annotations
 
 import multiprocessing as mp
-import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -19,14 +19,15 @@ import sqlalchemy as sa
 from factories import seed_suite
 import test_flow_backends  # noqa: F401  (its per-runner tests are kit tests too: a runner may declare gaps in them)
 from kit import (
-    KIT_TESTS, RUNNERS, Contract, claim_once, die_after_first_report, drive_any, gap_params, per_runner, prepare,
-    reports_of,
+    DOOMED_LEASE_SECONDS, KIT_TESTS, RUNNERS, Contract, claim_once, die_after_first_report, drive_any, gap_params,
+    per_runner, prepare, reports_of,
 )
 
 from assay.core.errors import LeaseError
 from assay.core.mechanisms import FAMILY_EVIDENCE, MECHANISMS, family
 from assay.core.plugins import runner_class
 from assay.core.runner import TARGET_KINDS, Lease, RunContext, teardown_scratch
+from assay.storage.catalog.ledger import CatalogLedger
 from assay.storage.catalog.runs import create_run, get_run, run_details
 from assay.storage.lake import Lake
 
@@ -172,8 +173,13 @@ def test_a_runner_that_dies_mid_run_times_out(
     run = get_run(contract.ledger.engine, contract.run_id)
     assert run.status == "running" and run.lease_owner == "doomed" and run.case_runs == 1
     assert contract.ledger.reap()["lease_expired"] == []  # the lease is still live
-    time.sleep(max(0.0, (run.lease_expires_at - contract.ledger.clock()).total_seconds()) + 0.1)
-    assert contract.ledger.reap()["lease_expired"] == [contract.run_id]
+    expires = run.lease_expires_at
+    assert contract.ledger.clock() + timedelta(seconds=DOOMED_LEASE_SECONDS / 2) < expires
+    # the lease runs out: the reaper's clock steps to a second before its end, then to a second after
+    before, after = (CatalogLedger(contract.ledger.engine, lake, clock=lambda at=expires + timedelta(seconds=s): at)
+                     for s in (-1, 1))
+    assert before.reap()["lease_expired"] == []
+    assert after.reap()["lease_expired"] == [contract.run_id]
     run = get_run(contract.ledger.engine, contract.run_id)
     assert (run.status, run.status_reason) == ("timed_out", "lease_expired")
     # Whatever the dead process created at a vendor is found and deleted by the reaper's sweep.
@@ -186,15 +192,16 @@ def test_a_runner_that_dies_mid_run_times_out(
     assert not {r.vendor_id for r in created if r.vendor_id} & held, "a dead run's vendor objects are still there"
 
 
-@pytest.mark.slow
 def test_racing_processes_claim_exactly_once(engine: sa.Engine, catalog_url: str, lake: Lake) -> None:
     run_id = create_run(engine, seed_suite(engine, criteria={}), "fixed").run_id
     ctx = mp.get_context("spawn")
-    start, results = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=claim_once, args=(catalog_url, lake.url, run_id, f"p{i}", start, results)) for i in range(8)]
+    start, ready, results = ctx.Event(), ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=claim_once, args=(catalog_url, lake.url, run_id, f"p{i}", start, ready, results))
+             for i in range(8)]
     for p in procs:
         p.start()
-    time.sleep(2.0)  # let every process import and connect, then release them together
+    for _ in procs:  # every process has imported and connected: release them together
+        ready.get(timeout=120)
     start.set()
     outcomes = dict(results.get(timeout=60) for _ in procs)
     for p in procs:

@@ -59,7 +59,6 @@ def _rows(ws) -> dict[str, int]:
                 for table in t.metadata.sorted_tables}
 
 
-@pytest.mark.slow
 def test_a_load_killed_before_commit_leaves_nothing(ws) -> None:
     before = _rows(ws)
     crash(ws, "load.written", "load", str(DEMO / "bundle.yaml"))
@@ -67,7 +66,6 @@ def test_a_load_killed_before_commit_leaves_nothing(ws) -> None:
     assert ops.load(ws, str(DEMO / "bundle.yaml"))["counts"]  # and the same load then succeeds whole
 
 
-@pytest.mark.slow
 def test_a_run_killed_after_judging_is_finalised_by_the_reaper(ws) -> None:
     ops.load(ws, str(DEMO / "bundle.yaml"))
     run_id = ops.start_run(ws, SUITES[0]).run_id

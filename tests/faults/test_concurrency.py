@@ -68,7 +68,6 @@ def together(ws, tmp_path: Path, *jobs: tuple[str, str]) -> list[dict]:
     return out
 
 
-@pytest.mark.slow
 def test_two_runs_of_one_suite_at_once(ws, tmp_path: Path) -> None:
     results = together(ws, tmp_path, ("run", SUITES[1]), ("run", SUITES[1]))
     assert [r["result"] for r in results] == ["completed", "completed"], results
@@ -76,7 +75,6 @@ def test_two_runs_of_one_suite_at_once(ws, tmp_path: Path) -> None:
     check_invariants(ws)
 
 
-@pytest.mark.slow
 def test_a_load_during_a_run(ws, tmp_path: Path) -> None:
     revised = write_revised_bundle(tmp_path / "revised" / "bundle.yaml")
     run, load = together(ws, tmp_path, ("run", SUITES[1]), ("load", str(revised)))
@@ -85,7 +83,6 @@ def test_a_load_during_a_run(ws, tmp_path: Path) -> None:
     check_invariants(ws)
 
 
-@pytest.mark.slow
 def test_two_rejudges_at_once(ws, tmp_path: Path) -> None:
     run_ids = [ops.run_to_final(ws, suite).run_id for suite in SUITES]
     results = together(ws, tmp_path, ("rejudge", json.dumps(run_ids)), ("rejudge", json.dumps(run_ids)))

@@ -57,7 +57,6 @@ def _assay(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(script), *args], env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
-@pytest.mark.slow
 def test_assay_load_exits_non_zero_naming_the_file_and_writes_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     assert _assay(home, "init").returncode == 0

@@ -150,7 +150,6 @@ COVERED_ELSEWHERE = {"compact.staged": "tests/storage/test_compaction.py", "comp
                      "legacy.staged": "tests/flows/test_legacy.py", "legacy.recorded": "tests/flows/test_legacy.py"}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("step", sorted(CASES))
 def test_a_crash_at_each_step_loses_nothing_and_shows_nothing_unaccepted(ws, step: str) -> None:
     action, needs_a_run = CASES[step]
@@ -168,7 +167,6 @@ def test_a_crash_at_each_step_loses_nothing_and_shows_nothing_unaccepted(ws, ste
     check_invariants(ws)
 
 
-@pytest.mark.slow
 def test_vacuum_killed_after_forgetting_leaves_only_unlisted_files(ws) -> None:
     from assay.storage.lake.compact import compact
 

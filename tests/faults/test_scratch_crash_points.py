@@ -65,7 +65,6 @@ def ws(assay_home: Path, catalog_url: str, fakes, monkeypatch: pytest.MonkeyPatc
     workspace.close()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("runner", sorted(RUNNERS))
 @pytest.mark.parametrize("step", STEPS)
 def test_a_crash_while_provisioning_leaves_nothing_at_the_vendor(ws, fakes, runner: str, step: str) -> None:

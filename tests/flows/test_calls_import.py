@@ -16,9 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from readme_blocks import assay as readme_assay  # noqa: E402
 from readme_blocks import checkout, expected_exit, sh_block  # noqa: E402
-from test_cli import assay  # noqa: E402
-
-pytestmark = pytest.mark.slow
+from command_line import assay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "calls"
@@ -200,7 +198,7 @@ def test_a_malformed_export_names_the_record_and_field_and_writes_nothing(ws: Pa
     assert "no vendor 'bland'" in unknown.stderr and "elevenlabs" in unknown.stderr
 
 
-def test_the_readme_subsection_runs_as_written(tmp_path: Path) -> None:
+def test_the_readme_subsection_runs_as_written(readme_walk, tmp_path: Path) -> None:
     home = tmp_path / "home"
     root = checkout(home)
     lines = sh_block("### Production calls become tests")

@@ -1,42 +1,23 @@
-"""The command line as a user meets it: real processes, real exit codes, real output."""
+"""The command line as a user meets it: real exit codes, real output; through the real entry point as a
+process where that is the point (exit codes, imports, the program's own ending)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from prefect_api import prefect_env
+from command_line import assay
 
 HEAVY = ("polars", "duckdb", "prefect", "pyarrow", "pandera", "sqlalchemy", "alembic")
 
 
-def assay(*args: str, home: Path, check: int | None = 0, columns: int = 200,
-          extra_env: dict[str, str] | None = None, shared_prefect: bool = True) -> subprocess.CompletedProcess:
-    """``assay ARGS`` as a process in ``home``; its flows report to the tests' shared Prefect server
-    (:mod:`prefect_api`) unless ``shared_prefect`` is false (then: the workspace's server, if it runs,
-    else a temporary one per command)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_API_URL"))}
-    home.mkdir(parents=True, exist_ok=True)  # only `assay init` and the demo create one
-    env.update(ASSAY_HOME=str(home), PREFECT_HOME=str(home / "prefect"), NO_COLOR="1", COLUMNS=str(columns))
-    if shared_prefect:
-        env.update(prefect_env())
-    env.update(extra_env or {})
-    proc = subprocess.run(
-        [sys.executable, "-m", "assay.flows.cli", *args], env=env, capture_output=True, text=True, timeout=300
-    )
-    if check is not None:
-        assert proc.returncode == check, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    return proc
-
-
-def imported_by(args: list[str], modules: tuple[str, ...],
+def imported_by(python, args: list[str], modules: tuple[str, ...],
                 home: Path | None = None) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    """Run ``main(args)`` in a fresh interpreter (in ``home``'s workspace, if given); its output, and which
-    of ``modules`` it imported."""
+    """Run ``main(args)`` in a fresh interpreter (``python``: the ``fresh_interpreter`` fixture; in
+    ``home``'s workspace, if given); its output, and which of ``modules`` it imported."""
     code = (
         "import json, sys\n"
         "from assay.flows.cli import main\n"
@@ -47,17 +28,17 @@ def imported_by(args: list[str], modules: tuple[str, ...],
     if home is not None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
         env.update(ASSAY_HOME=str(home), PREFECT_HOME=str(home / "prefect"))
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    proc = python(code, env=env)
     assert proc.returncode == 0, proc.stderr
     return proc, json.loads(proc.stderr.splitlines()[-1])
 
 
-def test_help_imports_no_heavy_library() -> None:
-    proc, imported = imported_by(["--help"], HEAVY)
+def test_help_imports_no_heavy_library(fresh_interpreter) -> None:
+    proc, imported = imported_by(fresh_interpreter, ["--help"], HEAVY)
     assert "Usage" in proc.stdout and imported == [], (proc.stdout, imported)
 
 
-def test_a_rescore_as_a_query_imports_no_orchestration_nor_the_write_path(tmp_path: Path) -> None:
+def test_a_rescore_as_a_query_imports_no_orchestration_nor_the_write_path(fresh_interpreter, tmp_path: Path) -> None:
     """`assay rescore SUITE --json` reads the catalog and the lake: Prefect, pandera (checked on writes),
     DuckDB, YAML (a --spec file) and rich stay unimported, each a cost on every re-score."""
     from assay.flows.demo import DEMO
@@ -65,13 +46,13 @@ def test_a_rescore_as_a_query_imports_no_orchestration_nor_the_write_path(tmp_pa
     assay("init", home=tmp_path)
     assay("load", str(DEMO / "bundle.yaml"), home=tmp_path)
     args = ["rescore", "acme-plumbing/main-line", "--consumer", "blueprint_ci", "--json"]
-    proc, imported = imported_by(args, ("prefect", "pandera", "duckdb", "yaml", "rich"), home=tmp_path)
+    proc, imported = imported_by(fresh_interpreter, args, ("prefect", "pandera", "duckdb", "yaml", "rich"), home=tmp_path)
     assert json.loads(proc.stdout)["runs"] == [] and imported == [], (proc.stdout, imported)
 
 
 @pytest.mark.parametrize(("args", "status"), [(["init"], 0), (["runs", "list", "--limit", "zero"], 2)])
-def test_the_program_ends_after_its_exit_handlers_without_the_teardown(tmp_path: Path, args: list[str],
-                                                                       status: int) -> None:
+def test_the_program_ends_after_its_exit_handlers_without_the_teardown(fresh_interpreter, tmp_path: Path,
+                                                                       args: list[str], status: int) -> None:
     """`assay` (run_command) skips the interpreter's teardown, 0.15-0.85 s of each command, once every exit
     handler has run; its output and exit status are the command's own."""
     code = (
@@ -90,7 +71,7 @@ def test_the_program_ends_after_its_exit_handlers_without_the_teardown(tmp_path:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     env.update(ASSAY_HOME=str(tmp_path / "home"), PREFECT_HOME=str(tmp_path / "home" / "prefect"), NO_COLOR="1")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    proc = fresh_interpreter(code, env=env)
     assert proc.returncode == status, proc.stderr
     assert proc.stdout.rstrip().endswith("HANDLER RAN") and "TORN DOWN" not in proc.stdout, proc.stdout
     if status:
@@ -100,7 +81,7 @@ def test_the_program_ends_after_its_exit_handlers_without_the_teardown(tmp_path:
         assert json.loads(listed.stdout)["runs"] == [], listed.stdout
 
 
-def test_the_program_collects_garbage_less_often_than_python_by_default() -> None:
+def test_the_program_collects_garbage_less_often_than_python_by_default(fresh_interpreter) -> None:
     """`assay` (run_command) runs its command under the collector thresholds COLLECT_EVERY, not Python's own."""
     from assay.flows.cli import COLLECT_EVERY
 
@@ -112,7 +93,8 @@ def test_the_program_collects_garbage_less_often_than_python_by_default() -> Non
         "sys.argv = ['assay']\n"
         "cli.run_command()\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    proc = fresh_interpreter(code)
+    assert proc.returncode == 0, proc.stderr
     before, during = proc.stdout.splitlines()
     assert before != during, proc.stdout  # Python's default thresholds differ from ours
     assert during == str(COLLECT_EVERY), proc.stdout
@@ -130,6 +112,17 @@ def test_an_error_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
     assert proc.stderr.startswith("error: no run 'nosuchrun'")
     assert "Traceback" not in proc.stderr
     debug = assay("--debug", "runs", "show", "nosuchrun", home=tmp_path, check=1)
+    assert "Traceback" in debug.stderr and "NotFoundError" in debug.stderr
+
+
+def test_the_real_program_exits_with_the_contracts_codes(assay_process, tmp_path: Path) -> None:
+    """Through the installed entry point, as a process: a malformed line 2, an error 1 in one red line, the
+    traceback only with --debug, and success 0."""
+    assert "Usage" in assay_process("no-such-command", home=tmp_path, check=2).stderr
+    assay_process("init", home=tmp_path)
+    proc = assay_process("runs", "show", "nosuchrun", home=tmp_path, check=1)
+    assert proc.stderr.startswith("error: no run 'nosuchrun'") and "Traceback" not in proc.stderr
+    debug = assay_process("--debug", "runs", "show", "nosuchrun", home=tmp_path, check=1)
     assert "Traceback" in debug.stderr and "NotFoundError" in debug.stderr
 
 
@@ -151,7 +144,6 @@ def test_json_documents_carry_schema_revision_and_stability(tmp_path: Path) -> N
     assert listing["schema"] == "assay.runs" and listing["runs"] == []
 
 
-@pytest.mark.slow
 def test_the_demo_shows_the_three_tiers(tmp_path: Path) -> None:
     doc = json.loads(assay("demo", "--json", home=tmp_path / "fresh").stdout)
     assert doc["schema"] == "assay.demo"

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,7 +14,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from prefect_api import prefect_env
+from command_line import assay
 
 from assay.adapters.http import RetryPolicy
 from assay.adapters.runners.hamming import HammingRunner
@@ -248,15 +246,10 @@ def test_the_collect_flow_and_the_run_suite_flow(prefect_harness, local_ws: Work
 
 def test_assay_collect_on_the_command_line(local_ws: Workspace) -> None:
     run_id = submit(local_ws)
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_HOME"} | {"NO_COLOR": "1", **prefect_env()}
-    proc = subprocess.run([sys.executable, "-m", "assay.flows.cli", "collect", "--json"], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    settings = {k: v for k, v in os.environ.items() if k.startswith("ASSAY_")}  # the workspace and the fake
+    doc = json.loads(assay("collect", "--json", extra_env=settings).stdout)
     assert doc["schema"] == "assay.collect" and doc["finalised"] == [run_id]
-    text = subprocess.run([sys.executable, "-m", "assay.flows.cli", "collect"], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert text.returncode == 0 and text.stdout.startswith("0 outstanding")
+    assert assay("collect", extra_env=settings).stdout.startswith("0 outstanding")
 
 
 def test_a_rename_at_hamming_is_an_error_verdict_with_a_warning(ws: Workspace, hamming: FakeHamming) -> None:

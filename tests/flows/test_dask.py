@@ -25,7 +25,7 @@ from assay.core.settings import Settings
 from assay.flows.demo import DEMO
 from assay.flows.task_runners import WORKER_ENV, task_runner, wide
 
-from test_cli import assay
+from command_line import assay
 
 COMPARED = ["case_run_id", "assertion_key", "assertion_version", "met", "value", "reason"]
 

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from command_line import assay
 
 from assay.flows.demo import DEMO
 
-pytestmark = pytest.mark.slow
 SUITE = "acme-plumbing/main-line"
 TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
@@ -294,9 +294,8 @@ def test_the_schedules_produce_scheduled_flow_runs(installation: Installation) -
 
 
 def test_deploy_without_a_lasting_server_says_how_to_get_one(tmp_path: Path) -> None:
-    env = _clean_env(tmp_path / "home")
-    subprocess.run([sys.executable, "-m", "assay.flows.cli", "init"], env=env, check=True, capture_output=True)
-    done = subprocess.run([sys.executable, "-m", "assay.flows.cli", "deploy"], env=env, capture_output=True, text=True)
-    assert done.returncode == 1
+    """In this process the harness's server is a temporary one, as a command's own would be."""
+    assay("init", home=tmp_path / "home")
+    done = assay("deploy", home=tmp_path / "home", check=1)
     assert "assay server start" in done.stderr and "PREFECT_API_URL" in done.stderr
 

@@ -1,7 +1,8 @@
 """Finding things from the command line: `assay ls`, unknown names that suggest the nearest known ones,
 errors that are one line at the boundary (`assay run` included), and `assay --version`.
 
-Real processes against one demo workspace (loaded through the CLI), readable at 80 columns.
+The command line against one demo workspace (loaded through the CLI), readable at 80 columns; a real
+process where what is proven is the process's (its imports, Prefect's logs kept off its terminal).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from command_line import assay as assay_cli
 from test_cli import HEAVY, imported_by
-from test_cli import assay as assay_cli
 
 from assay.core.settings import Settings
 from assay.flows import operations as ops
@@ -144,7 +145,7 @@ def test_verdicts_without_runs_names_its_own_options(home: Path) -> None:
     assert "--run" not in err and "--team" not in err
 
 
-def test_run_of_an_unknown_suite_is_one_error_without_prefect_s_logs(home: Path) -> None:
+def test_run_of_an_unknown_suite_is_one_error(home: Path) -> None:
     proc = assay("run", "acme-plumbing/main-lin", home=home, check=1)
     lines = proc.stderr.splitlines()
     assert lines[0] == "error: no suite 'acme-plumbing/main-lin'; did you mean acme-plumbing/main-line?", proc.stderr
@@ -155,8 +156,18 @@ def test_run_of_an_unknown_suite_is_one_error_without_prefect_s_logs(home: Path)
     assert "error: no suite 'acme-plumbing/main-lin'" in debug.stderr
 
 
-def test_version_prints_the_package_version_and_imports_nothing_heavy(home: Path) -> None:
+def test_a_process_keeps_prefect_s_logs_off_its_terminal(home: Path, assay_process) -> None:
+    """Prefect's log level is set before Prefect is imported, which only a fresh process shows."""
+    proc = assay_process("run", "acme-plumbing/main-lin", home=home, columns=80, check=1)
+    assert proc.stderr.startswith("error: no suite 'acme-plumbing/main-lin'"), proc.stderr
+    assert "Traceback" not in proc.stderr and "prefect" not in proc.stderr.lower()
+
+
+def test_version_prints_the_package_version(home: Path) -> None:
     proc = assay("--version", home=home)
     assert proc.stdout == f"assay {version('assay')}\n" and proc.stderr == ""
-    proc, imported = imported_by(["--version"], HEAVY)
+
+
+def test_version_imports_nothing_heavy(fresh_interpreter) -> None:
+    proc, imported = imported_by(fresh_interpreter, ["--version"], HEAVY)
     assert proc.stdout == f"assay {version('assay')}\n" and imported == [], (proc.stdout, imported)

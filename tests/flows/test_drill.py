@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli import assay
+from command_line import assay
 
 from assay.flows.demo import DEMO
 

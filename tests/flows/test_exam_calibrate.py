@@ -25,7 +25,7 @@ from assay.core.toml_write import toml_dumps
 from assay.flows.exam_calibrate import CALIBRATION_FILE, calibrate
 from assay.transforms.stats import wilson_lower, wilson_upper
 
-from test_cli import assay
+from command_line import assay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
 from test_fake_harness import reviewed_exam  # noqa: E402

@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from prefect_api import prefect_env
-
-from test_cli import assay
+from command_line import assay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
 from test_fake_harness import ASK, worked_repo  # noqa: E402
@@ -83,25 +81,23 @@ def test_distil_asks_for_a_blessed_session(worked, tmp_path: Path) -> None:
     assert refused.returncode == 1 and "assay bless" in refused.stderr
 
 
-def test_the_readme_exam_walk_through_runs_in_the_repository(worked, tmp_path: Path) -> None:
+def test_the_readme_exam_walk_through_runs_in_the_repository(readme_walk, worked, tmp_path: Path) -> None:
     """The README's exam block, typed in the repository as a user would (SESSION: the session's id)."""
     import os
     import shlex
 
+    from command_line import assay_process
     from readme_blocks import expected_exit, sh_block
 
     repo, extra, session_id = worked
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env.update(extra, ASSAY_HOME=str(tmp_path / "home"), NO_COLOR="1", COLUMNS="120",  # the fake harness replays:
-               ASSAY_CLAUDE_BIN=str(repo.parent / "bin" / "claude"), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", **prefect_env())
+    env = dict(extra, ASSAY_CLAUDE_BIN=str(repo.parent / "bin" / "claude"),  # the fake harness replays
+               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     said = {}
     for line in sh_block("## Coding-agent exams"):
         argv = [session_id[:12] if a == "SESSION" else a for a in shlex.split(line.command)]
         assert argv[0] == "assay", line
-        done = subprocess.run([sys.executable, "-m", "assay.flows.cli", *argv[1:]], cwd=repo, env=env,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == expected_exit(line), f"{line}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+        done = assay_process(*argv[1:], home=tmp_path / "home", cwd=repo, columns=120, extra_env=env,
+                             check=expected_exit(line))
         said[line.command] = done.stdout
     assert session_id[:12] in said["assay sessions"]
     assert (repo / ".assay" / "exams" / "half-cent-rounding" / "exam.toml").is_file()

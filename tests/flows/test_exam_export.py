@@ -21,7 +21,7 @@ from assay.core.exam import (ExamAssertion, ExamCaps, ExamEnvironment, ExamRunne
 from assay.core.secrets import REDACTED
 from assay.flows.exam_export import export_exam, redact_lines
 
-from test_cli import assay
+from command_line import assay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 from exam_secrets_corpus import LOOK_ALIKES, PLANTED, SECRETS  # noqa: E402

@@ -26,7 +26,7 @@ from assay.adapters.runners.exam_runner import replays_parent
 from assay.core.document_models import validate
 from assay.core.exam import EXAM_FILE, load_exam
 
-from test_cli import assay
+from command_line import assay
 from test_exam_calibrate import environment, replays_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
@@ -36,16 +36,17 @@ SLUG = "half-cent"
 
 
 @pytest.fixture(scope="module")
-def distilled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A repository whose exam is distilled and reviewed: (repo, the fake harness's wrapper)."""
+def exam_replays(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """What every test here replays, many times, in worktrees: a repository whose exam is distilled and
+    reviewed, and the fake harness's wrapper (repo, wrapper)."""
     repo, _, fake = reviewed_exam(tmp_path_factory.mktemp("proof"), SLUG)
     return repo, fake
 
 
 @pytest.fixture
-def repo(distilled: tuple[Path, Path], tmp_path: Path) -> Path:
+def repo(exam_replays: tuple[Path, Path], tmp_path: Path) -> Path:
     """A copy of the repository and its exam, for a test to change."""
-    return Path(shutil.copytree(distilled[0], tmp_path / "shop", symlinks=True))
+    return Path(shutil.copytree(exam_replays[0], tmp_path / "shop", symlinks=True))
 
 
 def administer(repo: Path, tmp_path: Path, fake: Path, mode: str, *args: str, code: int) -> dict:
@@ -58,8 +59,8 @@ def administer(repo: Path, tmp_path: Path, fake: Path, mode: str, *args: str, co
     return body
 
 
-def test_a_healthy_condition_passes_on_a_clean_first_batch(distilled, repo: Path, tmp_path: Path) -> None:
-    body = administer(repo, tmp_path, distilled[1], "good", "ci", "--condition", "baseline", code=0)
+def test_a_healthy_condition_passes_on_a_clean_first_batch(exam_replays, repo: Path, tmp_path: Path) -> None:
+    body = administer(repo, tmp_path, exam_replays[1], "good", "ci", "--condition", "baseline", code=0)
     (exam,) = body["exams"]
     assert (exam["verdict"], exam["how"], exam["code"]) == ("pass", "held", 0)
     assert exam["counts"] == {"replays": 5, "held": 5, "failed": 0, "errored": 0}
@@ -74,13 +75,13 @@ def test_a_healthy_condition_passes_on_a_clean_first_batch(distilled, repo: Path
     assert gate["verdict"] == "pass" and gate["series"][0]["runs"] == 5
 
 
-def test_worktrees_a_dead_run_left_are_swept_at_start_up(distilled, repo: Path, tmp_path: Path) -> None:
-    first = administer(repo, tmp_path, distilled[1], "good", "ci", code=0)["exams"][0]["run_id"]
+def test_worktrees_a_dead_run_left_are_swept_at_start_up(exam_replays, repo: Path, tmp_path: Path) -> None:
+    first = administer(repo, tmp_path, exam_replays[1], "good", "ci", code=0)["exams"][0]["run_id"]
     dead, foreign = replays_parent(first), replays_parent(f"not-a-run-{tmp_path.name}")
     for folder in (dead, foreign):  # as a replay killed with its process leaves them
         subprocess.run(["git", "worktree", "add", "-q", "--detach", str(folder / "left"), "HEAD"], cwd=repo, check=True)
     try:
-        administer(repo, tmp_path, distilled[1], "good", "ci", code=0)
+        administer(repo, tmp_path, exam_replays[1], "good", "ci", code=0)
         listed = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True).stdout
         assert str(dead) not in listed and not dead.exists()  # a final run's: swept
         assert str(foreign / "left") in listed  # a run this workspace does not know: left alone
@@ -89,8 +90,8 @@ def test_worktrees_a_dead_run_left_are_swept_at_start_up(distilled, repo: Path, 
         shutil.rmtree(foreign, ignore_errors=True)
 
 
-def test_a_degraded_condition_is_caught_blind_as_fail_with_receipts(distilled, repo: Path, tmp_path: Path) -> None:
-    body = administer(repo, tmp_path, distilled[1], "regress:0.3", "ci", "--condition", "degraded", code=80)
+def test_a_degraded_condition_is_caught_blind_as_fail_with_receipts(exam_replays, repo: Path, tmp_path: Path) -> None:
+    body = administer(repo, tmp_path, exam_replays[1], "regress:0.3", "ci", "--condition", "degraded", code=80)
     (exam,) = body["exams"]
     # replays 4, 7 and 10 regress (the fake spreads 30 % evenly); the sequential test flags at the tenth
     assert (exam["verdict"], exam["how"], exam["at"]) == ("fail", "sequential", 10)
@@ -100,20 +101,20 @@ def test_a_degraded_condition_is_caught_blind_as_fail_with_receipts(distilled, r
     assert [r["steps"] for r in replays_run(tmp_path)].count("regressed") == 3
 
 
-def test_a_budget_spent_before_the_test_decides_is_drift(distilled, repo: Path, tmp_path: Path) -> None:
-    body = administer(repo, tmp_path, distilled[1], "regress:0.3", "run", SLUG, "--budget", "6", code=81)
+def test_a_budget_spent_before_the_test_decides_is_drift(exam_replays, repo: Path, tmp_path: Path) -> None:
+    body = administer(repo, tmp_path, exam_replays[1], "regress:0.3", "run", SLUG, "--budget", "6", code=81)
     (exam,) = body["exams"]
     assert (exam["verdict"], exam["how"]) == ("drift", "undecided") and exam["counts"]["replays"] == 6
     assert "drift" in exam["reason"]
 
 
-def test_a_flaky_exam_is_quarantined_by_calibration_and_not_replayed(distilled, repo: Path, tmp_path: Path) -> None:
-    env = environment(distilled[1], tmp_path, "flaky:0.5")
+def test_a_flaky_exam_is_quarantined_by_calibration_and_not_replayed(exam_replays, repo: Path, tmp_path: Path) -> None:
+    env = environment(exam_replays[1], tmp_path, "flaky:0.5")
     calibrated = assay("calibrate", SLUG, "-n", "4", "--repo", str(repo), "--json", home=tmp_path / "assay-home",
                        extra_env=env)
     assert json.loads(calibrated.stdout)["state"] == "flaky"
     spent = len(replays_run(tmp_path))
-    body = administer(repo, tmp_path, distilled[1], "flaky:0.5", "run", SLUG, code=0)
+    body = administer(repo, tmp_path, exam_replays[1], "flaky:0.5", "run", SLUG, code=0)
     (exam,) = body["exams"]
     assert exam["verdict"] == "flaky" and exam["calibration"]["reproduced"] == 2 and exam["run_id"] is None
     assert body["excluded"] == [{"exam": SLUG, "verdict": "flaky", "why": exam["reason"]}]
@@ -127,43 +128,43 @@ def _move_pin(repo: Path, slug: str = SLUG) -> None:
     path.write_text(text.replace(commit, "0" * 40))
 
 
-def test_a_moved_pin_is_stale_and_counts_only_when_asked(distilled, repo: Path, tmp_path: Path) -> None:
+def test_a_moved_pin_is_stale_and_counts_only_when_asked(exam_replays, repo: Path, tmp_path: Path) -> None:
     _move_pin(repo)
-    body = administer(repo, tmp_path, distilled[1], "good", "run", SLUG, code=0)
+    body = administer(repo, tmp_path, exam_replays[1], "good", "run", SLUG, code=0)
     (exam,) = body["exams"]
     assert exam["verdict"] == "stale" and "pinned commit" in exam["stale"][0] and exam["run_id"] is None
     assert replays_run(tmp_path) == []
-    strict = administer(repo, tmp_path, distilled[1], "good", "run", SLUG, "--strict-stale", code=83)
+    strict = administer(repo, tmp_path, exam_replays[1], "good", "run", SLUG, "--strict-stale", code=83)
     assert strict["exams"][0]["code"] == 83
 
 
-def test_a_regression_outranks_a_stale_exam(distilled, repo: Path, tmp_path: Path) -> None:
+def test_a_regression_outranks_a_stale_exam(exam_replays, repo: Path, tmp_path: Path) -> None:
     exams = repo / ".assay" / "exams"
     shutil.copytree(exams / SLUG, exams / "half-cent-copy")
     text = (exams / "half-cent-copy" / EXAM_FILE).read_text()
     (exams / "half-cent-copy" / EXAM_FILE).write_text(text.replace(f'slug = "{SLUG}"', 'slug = "half-cent-copy"'))
     _move_pin(repo, "half-cent-copy")
-    body = administer(repo, tmp_path, distilled[1], "regress:0.3", "ci", "--strict-stale", code=80)
+    body = administer(repo, tmp_path, exam_replays[1], "regress:0.3", "ci", "--strict-stale", code=80)
     assert {e["exam"]: e["verdict"] for e in body["exams"]} == {SLUG: "fail", "half-cent-copy": "stale"}
     assert body["counts"]["fail"] == 1 and body["counts"]["stale"] == 1
 
 
-def test_a_crashing_harness_is_error_never_fail(distilled, repo: Path, tmp_path: Path) -> None:
-    body = administer(repo, tmp_path, distilled[1], "crash", "run", SLUG, code=82)
+def test_a_crashing_harness_is_error_never_fail(exam_replays, repo: Path, tmp_path: Path) -> None:
+    body = administer(repo, tmp_path, exam_replays[1], "crash", "run", SLUG, code=82)
     (exam,) = body["exams"]
     assert exam["verdict"] == "error" and exam["counts"]["errored"] == exam["counts"]["replays"] == 5
     assert exam["errors"] and body["excluded"][0]["verdict"] == "error"
 
 
-def test_an_exam_with_drafts_is_refused_before_anything_runs(distilled, repo: Path, tmp_path: Path) -> None:
+def test_an_exam_with_drafts_is_refused_before_anything_runs(exam_replays, repo: Path, tmp_path: Path) -> None:
     path = repo / ".assay" / "exams" / SLUG / "assertions.toml"
     path.write_text(path.read_text().replace('status = "accepted"', 'status = "draft"', 1))
     done = assay("run", SLUG, "--repo", str(repo), home=tmp_path / "assay-home", check=1,
-                 extra_env=environment(distilled[1], tmp_path, "good"))
+                 extra_env=environment(exam_replays[1], tmp_path, "good"))
     assert "assay review" in done.stderr and replays_run(tmp_path) == []
 
 
-def test_the_judge_sees_only_replays_whose_cheaper_tiers_held_and_never_decides(distilled, repo: Path,
+def test_the_judge_sees_only_replays_whose_cheaper_tiers_held_and_never_decides(exam_replays, repo: Path,
                                                                                tmp_path: Path) -> None:
     from assay.core.exam import ASSERTIONS_FILE, ExamAssertion, write_assertions
     from assay.fakes.serve import running, settings_env
@@ -174,7 +175,7 @@ def test_the_judge_sees_only_replays_whose_cheaper_tiers_held_and_never_decides(
     write_assertions(exam_dir / ASSERTIONS_FILE, [*load_exam(exam_dir).assertions, rubric])
     with running() as fakes:
         judge = {k: v for k, v in settings_env(fakes).items() if k.startswith("ASSAY_JUDGE_")}
-        env = environment(distilled[1], tmp_path, "regress:0.3") | judge
+        env = environment(exam_replays[1], tmp_path, "regress:0.3") | judge
         done = assay("ci", "--repo", str(repo), "--json", home=tmp_path / "assay-home", check=80, extra_env=env)
     (exam,) = json.loads(done.stdout)["exams"]
     assert (exam["verdict"], exam["at"]) == ("fail", 10)  # as without the rubric: it never decides

@@ -201,6 +201,7 @@ def test_a_retried_task_uses_its_flow_runs_workspace(prefect_harness, home: Path
 
     from assay.flows import operations as ops
     from assay.flows.orchestration import reap
+    from assay.flows.upkeep_flows import reap_task
 
     seen: list[Workspace] = []
     real = ops.reap
@@ -212,6 +213,7 @@ def test_a_retried_task_uses_its_flow_runs_workspace(prefect_harness, home: Path
         return real(ws)
 
     monkeypatch.setattr(ops, "reap", flaky)
+    monkeypatch.setattr(reap_task, "retry_delay_seconds", [0])  # the retry at once: what is proven is which workspace
     assert reap()["lease_expired"] == []
     assert len(seen) == 2 and seen[0] is seen[1]
     assert len(engines) == 1 and engines[0]["disposed"]
@@ -219,7 +221,7 @@ def test_a_retried_task_uses_its_flow_runs_workspace(prefect_harness, home: Path
 
 def test_a_command_waits_on_its_flow_runs_without_a_heartbeat(prefect_harness) -> None:
     from prefect import flow
-    from prefect.settings import get_current_settings
+    from prefect.settings import get_current_settings, temporary_settings
 
     from assay.flows.orchestration import attend
 
@@ -227,9 +229,10 @@ def test_a_command_waits_on_its_flow_runs_without_a_heartbeat(prefect_harness) -
     def probe() -> int | None:
         return get_current_settings().flows.heartbeat_frequency
 
-    assert probe() == 180  # a worker's flow runs keep Prefect's heartbeat
-    assert attend(probe) is None  # a command's do not: it would hold the command up to a second
-    assert probe() == 180  # and only for that call
+    with temporary_settings(restore_defaults={"flows.heartbeat_frequency"}):  # Prefect's, as a worker has it
+        assert get_current_settings().flows.heartbeat_frequency == 180  # a worker's flow runs keep the heartbeat
+        assert attend(probe) is None  # a command's do not: it would hold the command up to a second
+        assert get_current_settings().flows.heartbeat_frequency == 180  # and only for that call
 
 
 def test_the_flows_kept_elsewhere_are_declared_only_when_asked_for() -> None:

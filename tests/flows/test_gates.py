@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from test_cli import assay
+from command_line import assay
 
 from assay.flows.demo import DEMO
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import sqlalchemy as sa
-from test_cli import assay
+from command_line import assay
 
 from assay.flows import judging
 from assay.flows import operations as ops

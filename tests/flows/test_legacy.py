@@ -9,8 +9,9 @@ Parquet variant is written here from the CSV with pyarrow. What was written is r
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import signal
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -21,12 +22,11 @@ import sqlalchemy as sa
 
 import assay as assay_pkg
 from assay.core.document_models import validate
-from assay.core.failpoints import ENV
 from assay.core.settings import Settings
 from assay.storage.catalog import tables as t
 
-from readme_blocks import assert_walked, walk
-from test_cli import assay
+from readme_blocks import assert_walked
+from command_line import assay
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "legacy"
@@ -223,20 +223,19 @@ def test_bad_exports_fail_clearly_and_write_nothing(home: Path, tmp_path: Path) 
     assert not list((home / "lake").rglob("*.parquet"))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("step", ["legacy.staged", "legacy.recorded"])
-def test_an_import_killed_before_it_commits_leaves_nothing_and_imports_whole_later(home: Path, step: str) -> None:
+def test_an_import_killed_before_it_commits_leaves_nothing_and_imports_whole_later(failpoint_kill, home: Path,
+                                                                                   step: str) -> None:
     before = catalog_counts(home)
-    killed = assay("legacy", "import", "simulation_v2", str(FIXTURES / "simulation_v2"), home=home, check=None,
-                   extra_env={ENV: step})
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")} | {"ASSAY_HOME": str(home)}
+    failpoint_kill(step, [sys.executable, "-m", "assay.flows.cli", "legacy", "import", "simulation_v2",
+                          str(FIXTURES / "simulation_v2")], env=env)
     assert catalog_counts(home) == before  # no row, and no lake file named
     doc = imported("simulation_v2", FIXTURES / "simulation_v2", home)
     assert doc["imported"]["runs"] == 2 and doc["already_imported"] == {"cases": 0, "runs": 0}
     assert len(lake_rows(home, "simulation_v2")["results"]) == 3
 
 
-@pytest.mark.slow
 def test_imported_history_reads_like_any_run_and_is_never_judged(home: Path) -> None:
     doc = imported("prompt_test", FIXTURES / "prompt_test", home)
     run = doc["runs"][0]
@@ -283,7 +282,6 @@ def test_an_import_on_postgresql(tmp_path: Path, module_postgres_url: str) -> No
     assert catalog_counts(home, module_postgres_url) == before
 
 
-@pytest.mark.slow
-def test_the_readme_legacy_history_block_runs_as_written(tmp_path: Path) -> None:
+def test_the_readme_legacy_history_block_runs_as_written(readme_walk, tmp_path: Path) -> None:
     heading = "## Legacy history"
-    assert_walked(heading, walk(heading, tmp_path / "home"))
+    assert_walked(heading, readme_walk(heading, tmp_path / "home"))

@@ -51,7 +51,6 @@ def snapshot(ws) -> dict[str, list]:
     return {t: sorted(ws.lake.read(t)[ws.lake.table(t).natural_key[0]].to_list()) for t in TABLES}
 
 
-@pytest.mark.slow
 def test_run_judge_rejudge_rescore_compact_vacuum(ws, tmp_path: Path) -> None:
     ops.load(ws, str(DEMO / "bundle.yaml"))
     runs = []

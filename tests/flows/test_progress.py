@@ -4,14 +4,12 @@ a bar is live; `--quiet` turns bars (and Prefect's chatter) off."""
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from prefect_api import prefect_env
+from command_line import assay, assay_process
 from rich.console import Console
 
 from assay.flows import progress
@@ -77,20 +75,18 @@ def test_library_info_lines_are_held_back_while_a_bar_is_live(monkeypatch: pytes
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("progress") / "home"
-    for args in (("init",), ("load", str(DEMO / "bundle.yaml"))):
-        assert _assay(home, *args).returncode == 0
+    assay("init", home=home)
+    assay("load", str(DEMO / "bundle.yaml"), home=home)
     return home
 
 
 def _assay(home: Path, *args: str) -> subprocess.CompletedProcess:
-    """The CLI as in a terminal (rich is told it is one), 100 columns wide."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_"))}
-    env.update(ASSAY_HOME=str(home), TTY_COMPATIBLE="1", COLUMNS="100", **prefect_env())
-    return subprocess.run([sys.executable, "-m", "assay.flows.cli", *args], env=env, capture_output=True,
-                          text=True, timeout=300)
+    """The CLI as a process in a terminal (rich is told it is one), 100 columns wide: what reaches a terminal
+    (bars, and library lines kept off it) is the process's."""
+    return assay_process(*args, home=home, columns=100, extra_env={"TTY_COMPATIBLE": "1"}, check=None)
 
 
-def test_a_run_shows_its_progress_and_no_library_lines_meanwhile(loaded: Path, tmp_path: Path) -> None:
+def test_a_run_shows_its_progress_and_no_library_lines_meanwhile(assay_process, loaded: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     shutil.copytree(loaded, home)
     proc = _assay(home, "run", "acme-plumbing/main-line")
@@ -99,7 +95,7 @@ def test_a_run_shows_its_progress_and_no_library_lines_meanwhile(loaded: Path, t
     assert "Task run" not in proc.stderr and "Beginning flow run" not in proc.stderr, proc.stderr
 
 
-def test_quiet_shows_no_progress_and_no_prefect_chatter(loaded: Path, tmp_path: Path) -> None:
+def test_quiet_shows_no_progress_and_no_prefect_chatter(assay_process, loaded: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     shutil.copytree(loaded, home)
     proc = _assay(home, "--quiet", "run", "acme-plumbing/main-line")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
@@ -15,11 +13,10 @@ import polars as pl
 import pytest
 import sqlalchemy as sa
 from polars.testing import assert_frame_equal
-from readme_blocks import assert_walked, walk
-from test_cli import assay
+from readme_blocks import assert_walked
+from command_line import assay
 
 from assay.core.document_models import validate
-from assay.core.failpoints import ENV
 from assay.flows import operations as ops
 from assay.flows.demo import DEMO, REVISED, SUITES
 from assay.flows.judging import judge_runs
@@ -147,7 +144,8 @@ print("finished without reaching the failpoint")
 
 
 @pytest.mark.parametrize("step", ["projection.staged", "projection.recorded"])
-def test_a_pass_killed_at_either_step_leaves_tables_and_mark_as_they_were(prefect_harness, demo_ws, step) -> None:
+def test_a_pass_killed_at_either_step_leaves_tables_and_mark_as_they_were(failpoint_kill, prefect_harness, demo_ws,
+                                                                          step) -> None:
     ws = demo_ws
     ops.run_to_final(ws, SUITES[0])
     projections()
@@ -156,9 +154,7 @@ def test_a_pass_killed_at_either_step_leaves_tables_and_mark_as_they_were(prefec
         mark = conn.execute(sa.select(t.projection_marks)).one()
     ops.run_to_final(ws, SUITES[1])  # stale: the next pass has work to do
 
-    env = {**os.environ, ENV: step, "ASSAY_HOME": str(ws.settings.home)}
-    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
+    failpoint_kill(step, [sys.executable, "-c", CHILD], env={**os.environ, "ASSAY_HOME": str(ws.settings.home)})
 
     with ws.engine.connect() as conn:
         assert conn.execute(sa.select(t.projection_marks)).one() == mark
@@ -191,13 +187,13 @@ def test_projections_with_nothing_loaded_do_nothing(prefect_harness, assay_home)
 FLEET = "## Fleet tables"
 
 
-def test_the_readme_fleet_block_runs_as_written_through_the_cli(tmp_path) -> None:
+def test_the_readme_fleet_block_runs_as_written_through_the_cli(readme_walk, tmp_path) -> None:
     home = tmp_path / "home"
     assay("init", home=home)
     assay("load", str(DEMO / "bundle.yaml"), home=home)
     for suite in SUITES:
         assay("run", suite, home=home)
-    done = walk(FLEET, home)
+    done = readme_walk(FLEET, home)
     assert_walked(FLEET, done)
     said = [proc.stdout for _, _, proc in done]
     assert "projected every run (full): 2 run(s) of 2 suite(s)" in " ".join(said[0].split())

@@ -8,15 +8,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_cli import assay as assay_cli
+from command_line import assay as assay_cli
 
 from assay.core.settings import Settings
 from assay.flows import operations as ops
@@ -76,12 +73,7 @@ def test_the_views_agree_with_the_polars_reading_of_the_workspace(home: Path, mo
 
 
 def test_a_table_is_readable_at_80_columns(home: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env.update(ASSAY_HOME=str(home), PREFECT_HOME=str(home / "prefect"), NO_COLOR="1", COLUMNS="80")
-    out = subprocess.run(
-        [sys.executable, "-m", "assay.flows.cli", "query", "SELECT * FROM verdicts_now ORDER BY run_id, consumer_key"],
-        env=env, capture_output=True, text=True, timeout=300, check=True,
-    ).stdout
+    out = assay_cli("query", "SELECT * FROM verdicts_now ORDER BY run_id, consumer_key", home=home, columns=80).stdout
     assert max(map(len, out.splitlines())) <= 80
     assert out.count("blueprint_ci") == 2 and out.rstrip().endswith("6 row(s)")
 

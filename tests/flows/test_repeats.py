@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_cli import assay
+from command_line import assay
 
 from assay.core.document_models import validate
 from assay.flows.demo import DEMO, REPEATS

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from readme_blocks import assert_walked, checkout, walk
-from test_cli import assay
+from readme_blocks import assert_walked, checkout
+from command_line import assay
 
 from assay.core.document_models import validate
 from assay.core.settings import Settings
@@ -121,10 +121,8 @@ def test_every_string_from_the_data_is_escaped() -> None:
     assert "<script" not in page.html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page.html
 
 
-def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
-    """Headless Chromium with every host unresolvable: the page must show without the network."""
-    exe = shutil.which("chromium")
-    assert exe, "chromium is not installed: apt-get install -y chromium (.ci/run installs it)"
+def headless(exe: str, *args: str, profile: Path) -> subprocess.CompletedProcess:
+    """Headless Chromium (``exe``) with every host unresolvable: the page must show without the network."""
     return subprocess.run(
         [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={profile}",
          "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1280,4000", *args],
@@ -138,13 +136,13 @@ def first_row(image: Image.Image, colour: str, least: int = 40) -> int | None:
     return next((y for y in range(image.height) if data[y * width:(y + 1) * width].count(pixel) >= least), None)
 
 
-def test_the_report_renders_in_headless_chromium(full: tuple[dict, str], tmp_path: Path) -> None:
+def test_the_report_renders_in_headless_chromium(full: tuple[dict, str], chromium: str, tmp_path: Path) -> None:
     _, page = full
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     html, png = ARTIFACTS / "report.html", ARTIFACTS / "report.png"
     html.write_text(page, encoding="utf-8")
     png.unlink(missing_ok=True)
-    chromium(f"--screenshot={png}", html.as_uri(), profile=tmp_path / "profile")
+    headless(chromium, f"--screenshot={png}", html.as_uri(), profile=tmp_path / "profile")
     print(f"screenshot: {png}")
     image = Image.open(png)
     assert image.size == (1280, 4000)
@@ -171,7 +169,7 @@ addEventListener("load", () => {
   document.body.append(pre);
 });
 </script></body>"""), encoding="utf-8")
-    dom = chromium("--dump-dom", probe.as_uri(), profile=tmp_path / "profile").stdout
+    dom = headless(chromium, "--dump-dom", probe.as_uri(), profile=tmp_path / "profile").stdout
     layout = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom).group(1))
     assert len(layout["charts"]) == 4 and all(w > 600 and h > 30 for w, h in layout["charts"]), layout
     assert len(layout["tables"]) >= 6 and all(w > 100 and h > 40 for w, h in layout["tables"]), layout
@@ -221,9 +219,9 @@ def test_a_period_with_no_runs_says_so(home: Path, tmp_path: Path) -> None:
     report(home, tmp_path / "x.html", "--since", "last week", check=2)  # not a date: a malformed command line
 
 
-def test_the_readme_block_runs(home: Path, tmp_path: Path) -> None:
+def test_the_readme_block_runs(readme_walk, home: Path, tmp_path: Path) -> None:
     copy = tmp_path / "home"
     shutil.copytree(home, copy)
-    assert_walked(README_HEADING, walk(README_HEADING, copy))
+    assert_walked(README_HEADING, readme_walk(README_HEADING, copy))
     written = sorted(p.name for p in checkout(copy).glob("*.html"))
     assert written and all((checkout(copy) / name).stat().st_size > 1000 for name in written)

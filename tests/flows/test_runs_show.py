@@ -4,14 +4,11 @@ criteria and verdicts stamped, the reports accepted and rejected, and what judgi
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from prefect_api import prefect_env
+from command_line import assay
 
 from assay.core.errors import LeaseError
 from assay.core.evidence import CaseRun, Report, Turn
@@ -20,13 +17,8 @@ from assay.flows.judging import judge_runs
 from assay.storage.catalog.runs import create_run, job_for_run
 
 
-def _show(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PREFECT_"))}
-    env.update(ASSAY_HOME=str(home), NO_COLOR="1", COLUMNS="80", **prefect_env())
-    proc = subprocess.run([sys.executable, "-m", "assay.flows.cli", "runs", "show", *args], env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc
+def _show(home: Path, *args: str):
+    return assay("runs", "show", *args, home=home, columns=80)
 
 
 @pytest.fixture

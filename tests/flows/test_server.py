@@ -19,7 +19,7 @@ from urllib.request import Request, urlopen
 
 import jsonschema
 import pytest
-from test_cli import assay as typed
+from command_line import assay_process as typed
 
 from assay.core.document_models import validate
 from assay.flows.demo import DEMO
@@ -98,8 +98,9 @@ def _status(home: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A workspace with the demo bundle loaded, no server ever started in it: copy it, never use it."""
+def workspace(assay_process, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workspace with the demo bundle loaded, no server ever started in it: copy it, never use it. Every
+    test here starts servers and commands as processes, in a copy of it."""
     home = tmp_path_factory.mktemp("server") / "pristine"
     assay("init", home=home)
     assay("load", str(DEMO / "bundle.yaml"), home=home)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_cli import assay
+from command_line import assay
 
 from assay.flows import operations as ops
 from assay.flows.demo import DEMO, REVISED

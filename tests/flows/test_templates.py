@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from readme_blocks import ROOT, Typed, assert_walked, walk
+from readme_blocks import ROOT, Typed, assert_walked
 from readme_blocks import assay as typed
 
 from assay.core.document_models import validate
@@ -24,9 +24,9 @@ PACK_CASES = ["out-of-area", "after-hours-booking", "emergency-transfer"]
 
 
 @pytest.fixture(scope="module")
-def walked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Typed]]:
+def walked(readme_walk, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Typed]]:
     home = tmp_path_factory.mktemp("templates") / "home"
-    return home, walk(HEADING, home)
+    return home, readme_walk(HEADING, home)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fake_servers import fake_vapi, vapi_env
-from test_cli import assay
+from command_line import assay
 
 from assay.adapters.runners.platform_chat import EXAMPLE_CONFIG
 

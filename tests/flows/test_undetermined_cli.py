@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from test_cli import assay
+from command_line import assay
 
 from assay.core.settings import Settings
 from assay.flows.workspace import open_workspace

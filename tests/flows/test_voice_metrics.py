@@ -22,16 +22,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from readme_blocks import ROOT, assay, sh_block
+from command_line import assay
+from readme_blocks import ROOT, WIDTH, sh_block
 
 EXAMPLE = ROOT / "examples" / "voice-timing"
 SECTION = "### Turn-level voice metrics"
 
 
 def _ok(home: Path, *args: str) -> str:
-    proc = assay(home, *args)
-    assert proc.returncode == 0, f"assay {' '.join(args)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
+    """``assay ARGS`` from the repository's root, as the README's lines are typed, at the README's width."""
+    return assay(*args, home=home, cwd=ROOT, columns=WIDTH).stdout
 
 
 def _rows(home: Path, sql: str) -> list[dict]:
@@ -40,7 +40,7 @@ def _rows(home: Path, sql: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The README section's commands typed into a fresh workspace, then a config suite (config_check, no
+    """The README section's commands (in this process) in a fresh workspace, then a config suite (config_check, no
     timings) with a timing assertion, run too."""
     home = tmp_path_factory.mktemp("voice") / "home"
     _ok(home, "init")

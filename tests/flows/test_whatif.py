@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli import assay
+from command_line import assay
 
 from assay.core.document_models import validate
 from assay.flows.demo import DEMO, SUITES

@@ -12,12 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from command_line import assay_process as assay
 
 from assay.core.errors import ConfigError
 from assay.flows.demo import DEMO, MARKER, _fresh_workspace
 from assay.flows.workspace import PREFECT_DEFAULTS, open_workspace
-
-from test_cli import assay
 
 
 def _clean_env(home: Path | None) -> dict[str, str]:
@@ -34,7 +33,8 @@ def _cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess
                           capture_output=True, text=True, timeout=300)
 
 
-def test_prefect_reads_the_workspace_home_because_it_is_set_before_prefect_is_imported(tmp_path: Path) -> None:
+def test_prefect_reads_the_workspace_home_because_it_is_set_before_prefect_is_imported(fresh_interpreter,
+                                                                                     tmp_path: Path) -> None:
     """`assay run` imports Prefect inside the command: by then the callback has pointed it at ASSAY_HOME."""
     home = tmp_path / "home"
     home.mkdir()
@@ -62,7 +62,7 @@ def test_prefect_reads_the_workspace_home_because_it_is_set_before_prefect_is_im
                     "telemetry": False, "timeout": timeout}
 
 
-def test_a_missing_home_is_an_error_except_for_init(tmp_path: Path) -> None:
+def test_a_missing_home_is_an_error_except_for_init(assay_process, tmp_path: Path) -> None:
     home = tmp_path / "nonexistent" / "x"
     listing = _cli("runs", "list", env=_clean_env(home))
     assert listing.returncode == 1, listing
@@ -72,7 +72,7 @@ def test_a_missing_home_is_an_error_except_for_init(tmp_path: Path) -> None:
     assert _cli("runs", "list", env=_clean_env(home)).returncode == 0
 
 
-def test_an_empty_home_is_refused(tmp_path: Path) -> None:
+def test_an_empty_home_is_refused(assay_process, tmp_path: Path) -> None:
     env = {**_clean_env(None), "ASSAY_HOME": ""}
     for args in (("runs", "list"), ("init",)):
         proc = _cli(*args, env=env, cwd=tmp_path)
@@ -146,9 +146,8 @@ def _processes_mentioning(needle: str, command: str = "") -> list[int]:
     return found
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads processes from /proc (Linux)")
-def test_a_killed_run_leaves_no_prefect_server(tmp_path: Path) -> None:
+def test_a_killed_run_leaves_no_prefect_server(assay_process, tmp_path: Path) -> None:
     """kill -9 of `assay run` once its flow started: the temporary server it started goes too."""
     home = tmp_path / "home"
     assay("init", home=home)

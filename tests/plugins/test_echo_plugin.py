@@ -16,7 +16,6 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = Path(__file__).parent / "assay-echo-runner"
@@ -45,7 +44,6 @@ def _install(tmp_path: Path) -> Path:
     return site
 
 
-@pytest.mark.slow
 def test_an_installed_plugin_runner_is_run_by_the_conformance_kit(tmp_path: Path) -> None:
     site = _install(tmp_path)
     assert (site / "assay_echo_runner-0.1.0.dist-info" / "entry_points.txt").read_text().split() == [

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -30,7 +28,6 @@ from polars.testing import assert_frame_equal
 from assay.core.errors import EvidenceError
 from assay.transforms.rescore import key_counts
 from assay.core.evidence import CaseRun, Evaluation, Report, ToolCall, Turn
-from assay.core.failpoints import ENV
 from assay.core.ids import stable_id
 from assay.storage.catalog import tables as t
 from assay.storage.evidence import assemble
@@ -336,13 +333,11 @@ print("finished without reaching the failpoint")
 """
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("step", ["compact.staged", "compact.recorded"])
-def test_a_compaction_killed_before_its_swap_commits_changes_nothing(lake: Lake, catalog_url: str, step: str) -> None:
+def test_a_compaction_killed_before_its_swap_commits_changes_nothing(failpoint_kill, lake: Lake, catalog_url: str,
+                                                                     step: str) -> None:
     before, named, live_before = everything(lake), manifest_rows(lake), manifest_rows(lake, live_only=True)
-    proc = subprocess.run([sys.executable, "-c", CHILD, catalog_url, lake.url], env={**os.environ, ENV: step},
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == -signal.SIGKILL, f"not killed at {step}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    failpoint_kill(step, [sys.executable, "-c", CHILD, catalog_url, lake.url])
     assert manifest_rows(lake) == named
     for name in TABLES:
         assert_frame_equal(everything(lake)[name], before[name])
