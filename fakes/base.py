@@ -77,6 +77,8 @@ class FakeVendor:
         self.inventory: dict[str, dict[str, Any]] = {}
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.RLock()
+        self.clock: Callable[[], float] = time.monotonic
+        """What a fake's simulated work (a run that finishes later) is timed by: a test may step its own."""
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self._host, self._port = host, port
         self._server: ThreadingHTTPServer | None = None

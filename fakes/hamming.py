@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 import uuid
 from typing import Any
 
@@ -132,7 +131,7 @@ class FakeHamming(FakeVendor):
                 {"id": f"tcr_{uuid.uuid4().hex[:12]}", "testCaseId": tc, "config": cfg}
                 for tc, cfg in configs for _ in range(samples)
             ]
-            now = time.monotonic()
+            now = self.clock()
             self.objects("test_runs")[run_id] = {
                 "id": run_id, "started": now, "finish_at": self._finish_at(now),
                 "case_runs": case_runs, "assertion_ids": list(body.get("selectedAssertionIds") or []),
@@ -204,7 +203,7 @@ class FakeHamming(FakeVendor):
 
     def _state(self, run: dict[str, Any]) -> str:
         finish = run["finish_at"]
-        now = time.monotonic()
+        now = self.clock()
         if finish is None or now < finish - (finish - run["started"]) / 5:
             return "RUNNING"
         return "SCORING" if now < finish else run["final_status"]

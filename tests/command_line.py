@@ -195,3 +195,17 @@ def failpoint_kill():
     """Run a process that is killed at a named step (``assay.core.failpoints``), for a test that then
     recovers and counts: end-to-end. ``failpoint_kill(step, argv, env=...)``."""
     return _killed_at
+
+
+def _kill(proc: subprocess.Popen) -> int:
+    """SIGKILL to ``proc``'s whole process group (it was started with ``start_new_session=True``): no
+    clean-up runs anywhere in it, as when a machine loses power. Its exit status."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    return proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def process_kill():
+    """Kill a process (and what it started) mid-work, for a test that then recovers and counts:
+    end-to-end. ``process_kill(popen)``."""
+    return _kill

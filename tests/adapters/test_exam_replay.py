@@ -412,12 +412,11 @@ replay(load_exam(Path(sys.argv[1])), Path(sys.argv[2]), ClaudeCodeHarness(enviro
 """
 
 
-def test_a_replay_killed_mid_run_leaves_a_worktree_the_sweep_removes(project: tuple[Path, str, bytes],
+def test_a_replay_killed_mid_run_leaves_a_worktree_the_sweep_removes(process_kill, project: tuple[Path, str, bytes],
                                                                     exams: dict[str, Exam], base_env: dict[str, str],
                                                                     tmp_path: Path) -> None:
     """kill -9 of the process replaying (and of the harness it started) while the harness works: no clean-up
     runs, so the worktree stays; sweeping the replays' folder, as the next start does, removes it."""
-    import signal
     import time
 
     repo, parent = project[0], tmp_path / "wt"
@@ -434,8 +433,7 @@ def test_a_replay_killed_mid_run_leaves_a_worktree_the_sweep_removes(project: tu
             time.sleep(0.2)
         time.sleep(1)  # the harness has started in it
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
+        process_kill(proc)
     (left,) = list(parent.iterdir())
     assert f"{left}" in _git(repo, "worktree", "list", "--porcelain")  # the killed process removed nothing
     assert sweep_worktrees(repo, parent) == [left]

@@ -149,7 +149,7 @@ def test_no_connection_is_null_and_stops_further_requests() -> None:
 
 
 def test_at_most_concurrency_requests_are_in_flight(server: FakeOpenAI) -> None:
-    server.faults.latency = 0.05
+    server.faults.latency = 0.01  # each request held long enough for the next ones to start meanwhile
     questions = [("r", f"{EVIDENCE} {i}") for i in range(40)]
     with judge_for(server, concurrency=4) as judge:
         answers = judge.ask_many(questions)

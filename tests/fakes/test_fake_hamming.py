@@ -4,7 +4,6 @@ like Hamming's, and the faults a test steers it with."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,15 +40,14 @@ def start_body(**changes: Any) -> dict[str, Any]:
     return {**body, **changes}
 
 
-def until(check, seconds: float = 30.0):
-    """Poll ``check`` until it returns something truthy (generous: the machine may be loaded)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
+class Stepped:
+    """The fake's clock, moved by the test: a run that takes a second and a half finishes at a step."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def test_a_wrong_key_is_refused(hamming: FakeHamming) -> None:
@@ -76,13 +74,17 @@ def test_a_bad_start_request_is_refused_naming_the_problem(http: httpx.Client, h
 
 
 def test_a_run_goes_running_then_completed_with_results_shaped_like_hamming(http: httpx.Client, hamming: FakeHamming) -> None:
+    hamming.clock = clock = Stepped()
     hamming.faults.finish_after = 1.5
     started = http.post("/test-runs/test-inbound-agent", json=start_body()).json()
     run_id, case_runs = started["testRunId"], started["testCaseRuns"]
     assert [c["testCaseId"] for c in case_runs] == ["tc-template", "tc-template"]
     assert http.get(f"/test-runs/{run_id}/status").json()["status"] in ("RUNNING", "SCORING")
     assert http.get(f"/test-runs/{run_id}/results").json()["results"][0]["status"] == "PENDING"
-    until(lambda: http.get(f"/test-runs/{run_id}/status").json()["status"] == "COMPLETED")
+    clock.now += 1.2
+    assert http.get(f"/test-runs/{run_id}/status").json()["status"] == "SCORING"  # the last fifth of its time
+    clock.now += 0.3
+    assert http.get(f"/test-runs/{run_id}/status").json()["status"] == "COMPLETED"
     doc = http.get(f"/test-runs/{run_id}/results").json()
     assert doc["summary"] | {"assertions": None} == {
         "id": run_id, "status": "COMPLETED", "totalTests": 2, "passedTests": 2, "failedTests": 0, "assertions": None}
@@ -123,6 +125,7 @@ def test_a_run_can_end_badly(http: httpx.Client, hamming: FakeHamming, final: st
 
 
 def test_never_finish_and_random_completion_times(http: httpx.Client, hamming: FakeHamming) -> None:
+    hamming.clock = clock = Stepped()
     hamming.faults.never_finish = True
     stuck = http.post("/test-runs/test-inbound-agent", json=start_body()).json()["testRunId"]
     hamming.faults.never_finish = False
@@ -130,7 +133,9 @@ def test_never_finish_and_random_completion_times(http: httpx.Client, hamming: F
     quick = [http.post("/test-runs/test-inbound-agent", json=start_body()).json()["testRunId"] for _ in range(5)]
     finish = [hamming.objects("test_runs")[r]["finish_at"] - hamming.objects("test_runs")[r]["started"] for r in quick]
     assert all(0.0 <= f <= 0.4 for f in finish) and len(set(finish)) == 5
-    until(lambda: all(http.get(f"/test-runs/{r}/status").json()["status"] == "COMPLETED" for r in quick))
+    clock.now += 0.4
+    assert all(http.get(f"/test-runs/{r}/status").json()["status"] == "COMPLETED" for r in quick)
+    clock.now += 3600
     assert http.get(f"/test-runs/{stuck}/status").json()["status"] == "RUNNING"
 
 
@@ -160,7 +165,7 @@ def test_rate_limits_carry_retry_after_and_concurrency_is_counted(http: httpx.Cl
     hamming.faults.rate_limited, hamming.faults.retry_after = 1, 2
     limited = http.get("/assertions")
     assert limited.status_code == 429 and limited.headers["retry-after"] == "2"
-    hamming.faults.latency = 0.5
+    hamming.faults.latency = 0.1  # long enough for four requests started together to overlap
     threads = [threading.Thread(target=http.get, args=("/assertions",)) for _ in range(4)]
     for t in threads:
         t.start()

@@ -170,10 +170,17 @@ def test_a_deadline_passing_while_results_are_fetched_drops_them(ws: Workspace) 
     assert len(run_details(ws.engine, run_id)["rejected_reports"]) == 1
 
 
-def test_leases_are_renewed_while_the_vendor_is_slow(ws: Workspace, hamming: FakeHamming) -> None:
+@pytest.fixture
+def slow_vendor(hamming: FakeHamming) -> FakeHamming:
+    """The fake Hamming taking a real second over every answer: longer than a lease, which only real time
+    shows (the lease keeper renews on its own thread meanwhile)."""
+    hamming.faults.latency = 1.0
+    return hamming
+
+
+def test_leases_are_renewed_while_the_vendor_is_slow(ws: Workspace, slow_vendor: FakeHamming) -> None:
     run_id = submit(ws)
     ws.settings = Settings(lease_seconds=0.8)  # each poll and fetch outlasts the lease
-    hamming.faults.latency = 1.0
     result = collect_outstanding(ws)
     assert result.collected == [run_id] and result.retry == {}
     assert result.lease_renewals >= 4
@@ -190,7 +197,7 @@ def test_a_collector_that_died_leaves_the_run_to_the_next_one(ws: Workspace) -> 
 def test_polls_stay_within_the_concurrency_bound(local_ws: Workspace, hamming: FakeHamming) -> None:
     ws = local_ws
     run_ids = [submit(ws) for _ in range(8)]
-    hamming.faults.latency = 0.15
+    hamming.faults.latency = 0.02  # each poll held long enough for the next ones to start meanwhile
     shared = runner()
     try:
         result = collect_outstanding(ws, concurrency=3, runners={"hamming": shared})

@@ -78,27 +78,36 @@ def _current_results(home: Path, **urls: str) -> pl.DataFrame:
         ws.close()
 
 
+@pytest.fixture(scope="session")
+def dask_local_cluster():
+    """:func:`_cluster`: a Dask cluster of worker processes on this machine, and a client of it."""
+    return _cluster
+
+
 @pytest.fixture
-def dask_cluster(judged_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[object, Path]]:
+def dask_cluster(dask_local_cluster, judged_home: Path, tmp_path: Path,
+                 monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[object, Path]]:
     """Two worker processes of one thread each, started with ASSAY_HOME naming a copy of the workspace
     (each worker process inherits the environment: their tasks open that workspace)."""
     home = tmp_path / "on-dask"
     shutil.copytree(judged_home, home)
-    with _cluster(monkeypatch, ASSAY_HOME=str(home)) as client:
+    with dask_local_cluster(monkeypatch, ASSAY_HOME=str(home)) as client:
         yield client, home
 
 
 @contextmanager
-def _cluster(monkeypatch: pytest.MonkeyPatch, **env: str) -> Iterator[object]:
-    """A client of a local cluster of two worker processes, which inherit ``env`` (set before they start)."""
+def _cluster(monkeypatch: pytest.MonkeyPatch, cluster_kwargs: dict | None = None, **env: str) -> Iterator[object]:
+    """A client of a local cluster (by default: two worker processes of one thread), whose workers inherit
+    ``env`` (set before they start)."""
     from distributed import Client, LocalCluster
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("PREFECT_HOME", str(Path(env["ASSAY_HOME"]) / "prefect"))
+    if "ASSAY_HOME" in env:
+        monkeypatch.setenv("PREFECT_HOME", str(Path(env["ASSAY_HOME"]) / "prefect"))
     monkeypatch.setenv("PREFECT_LOGGING_TO_API_ENABLED", "false")  # the CLI's temporary server leaves first
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    kwargs = cluster_kwargs or {"n_workers": 2, "processes": True, "threads_per_worker": 1, "dashboard_address": ":0"}
+    with LocalCluster(**kwargs) as cluster, Client(cluster) as client:
         yield client
 
 
@@ -131,12 +140,14 @@ def test_rejudge_on_dask_workers_equals_the_default_runner(on_threads: Rejudged,
     assert _current_results(home).equals(after)
 
 
-def test_rejudge_on_a_temporary_cluster_prints_only_its_result(judged_home: Path, on_threads: Rejudged,
-                                                              tmp_path: Path) -> None:
-    """ASSAY_DASK_WORKERS: the command starts a cluster of its own for the flow run, and keeps it quiet."""
+def test_rejudge_on_a_temporary_cluster_prints_only_its_result(assay_process, judged_home: Path,
+                                                              on_threads: Rejudged, tmp_path: Path) -> None:
+    """ASSAY_DASK_WORKERS: the command starts a cluster of its own for the flow run, and keeps it quiet (what
+    reaches its terminal: a process)."""
     home = tmp_path / "own-cluster"
     shutil.copytree(judged_home, home)
-    proc = assay("rejudge", *on_threads.selection, home=home, extra_env={"ASSAY_DASK_WORKERS": "2"}, columns=80)
+    proc = assay_process("rejudge", *on_threads.selection, home=home, extra_env={"ASSAY_DASK_WORKERS": "2"},
+                         columns=80)
     doc = on_threads.document
     said = f"judged {doc['case_runs']} case run(s) of 3 run(s): {doc['outcomes']} new outcome(s)"
     assert proc.stdout.startswith(said) and proc.stderr == "", (proc.stdout, proc.stderr)
@@ -144,8 +155,9 @@ def test_rejudge_on_a_temporary_cluster_prints_only_its_result(judged_home: Path
 
 
 @pytest.mark.postgres
-def test_rejudge_on_dask_with_a_postgres_catalog_and_an_s3_lake(postgres_url: str, s3_lake, tmp_path: Path,
-                                                               on_threads: Rejudged, monkeypatch) -> None:
+def test_rejudge_on_dask_with_a_postgres_catalog_and_an_s3_lake(dask_local_cluster, postgres_url: str, s3_lake,
+                                                               tmp_path: Path, on_threads: Rejudged,
+                                                               monkeypatch) -> None:
     """The production shape: the workers reach the same PostgreSQL catalog and S3 lake as the command."""
     from distributed import get_task_stream
 
@@ -158,7 +170,7 @@ def test_rejudge_on_dask_with_a_postgres_catalog_and_an_s3_lake(postgres_url: st
     assay("load", str(DEMO / "revised.yaml"), home=home, extra_env=urls)
     runs = json.loads(assay("runs", "list", "--json", home=home, extra_env=urls).stdout)["runs"]
     selection = [arg for run in runs for arg in ("--run", run["run_id"])]
-    with _cluster(monkeypatch, ASSAY_HOME=str(home), **urls) as client, get_task_stream(client) as stream:
+    with dask_local_cluster(monkeypatch, ASSAY_HOME=str(home), **urls) as client, get_task_stream(client) as stream:
         env = {**urls, "ASSAY_DASK_ADDRESS": client.scheduler.address}
         on_dask = json.loads(assay("rejudge", *selection, "--json", home=home, extra_env=env).stdout)
         opened = client.run(_worker_catalogs)
@@ -199,14 +211,12 @@ def _engine_threads() -> tuple[int, int]:
         con.close()
 
 
-def test_a_temporary_clusters_workers_run_their_engines_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_temporary_clusters_workers_run_their_engines_on_one_thread(dask_local_cluster,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The cluster ``ASSAY_DASK_WORKERS`` starts: processes of one thread whose Polars and DuckDB use one
     thread each, whatever the command's own environment says (here: four)."""
-    from distributed import Client, LocalCluster
-
-    monkeypatch.setenv("POLARS_MAX_THREADS", "4")
     kwargs = task_runner(Settings(dask_workers=2)).cluster_kwargs
-    with LocalCluster(**kwargs) as cluster, Client(cluster) as client:
+    with dask_local_cluster(monkeypatch, kwargs, POLARS_MAX_THREADS="4") as client:
         threads = client.run(_engine_threads)
     assert sorted(threads.values()) == [(1, 1), (1, 1)], threads
 

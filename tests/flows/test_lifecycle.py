@@ -25,11 +25,12 @@ from assay.storage.lake.upkeep import vacuum
 TABLES = ("case_runs", "runner_evaluations", "outcomes", "assertion_results", "current_results", "run_key_counts")
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", "s3_lake"])
 def lake_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A local lake, or one on moto's S3 (the parameter names the fixture: the tiers see it)."""
     if request.param == "local":
         return str(tmp_path / "lake")
-    return request.getfixturevalue("s3_lake").url
+    return request.getfixturevalue(request.param).url
 
 
 @pytest.fixture

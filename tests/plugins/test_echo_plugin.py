@@ -76,7 +76,7 @@ def test_an_installed_plugin_runner_is_run_by_the_conformance_kit(tmp_path: Path
         "test_a_late_report_is_dropped_and_recorded[sqlite-echo]": "passed",
         "test_declared_mechanisms_are_honest[sqlite-echo]": "passed",
         "test_a_runner_that_dies_mid_run_times_out[sqlite-echo]": "passed",
-        "test_a_suite_runs_through_the_flows[sqlite-local-echo]": "passed",
-        "test_a_suite_runs_through_the_flows[sqlite-s3-echo]": "passed",
+        "test_a_suite_runs_through_the_flows[sqlite-echo]": "passed",
+        "test_a_suite_runs_through_the_flows_on_s3[sqlite-echo]": "passed",
     }
     assert f"echo: {gap} — {reason}" in done.stdout.splitlines()
