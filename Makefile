@@ -1,6 +1,6 @@
 # The two commands: `make demo` runs the main job on the embedded default; `make test` installs
-# what is needed and runs the fast tier of the tests (`make test-all`: every test). `make bench` runs the benchmarks; `make notebooks` opens the analyst
-# notebooks in JupyterLab.
+# what is needed and runs the fast tier of the tests (`make test-all`: every test). `make bench` runs the
+# benchmarks; `make notebooks` opens the analyst notebooks in JupyterLab.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin

@@ -75,10 +75,18 @@ def _emit(schema: str, body: dict[str, Any], as_json: bool) -> bool:
     return as_json
 
 
+_opened: list = []
+"""The workspaces the running command opened: :func:`main` closes them when it ends, however it ends."""
+
+
 def _workspace(create: bool = False):
+    """The settings' workspace, closed (its catalog engine disposed, its connections with it) when the
+    command ends."""
     from .workspace import open_workspace
 
-    return open_workspace(create=create)
+    ws = open_workspace(create=create)
+    _opened.append(ws)
+    return ws
 
 
 @app.command("version")
@@ -408,6 +416,9 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc, exc.exit_code)
     except Exception as exc:  # noqa: BLE001 - the boundary: one line, the traceback with --debug
         _fail(exc, 1, unexpected=True)
+    finally:
+        while _opened:
+            _opened.pop().close()
 
 
 COLLECT_EVERY = (200_000, 10, 10)

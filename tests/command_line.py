@@ -118,18 +118,18 @@ def assay(*args: str, home: Path | None = None, check: int | None = 0, columns: 
 
 def assay_process(*args: str, home: Path | None = None, check: int | None = 0, columns: int = 200,
                   extra_env: Mapping[str, str] | None = None, cwd: Path | None = None, shared_prefect: bool = True,
-                  timeout: float = 300) -> subprocess.CompletedProcess:
+                  env: Mapping[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """``assay ARGS`` as a process (``python -m assay.flows.cli``); its flows report to the tests' shared
     Prefect server unless ``shared_prefect`` is false (then: the workspace's own server if one runs, else a
-    temporary one per command). Only for a test in the end-to-end tier (the ``assay_process`` fixture)."""
+    temporary one per command). ``env``, when given, is the whole environment instead (nothing added). Only
+    for a test in the end-to-end tier (the ``assay_process`` fixture)."""
     item = current_item()
     if item is not None and not is_e2e(item):
         pytest.fail(f"{item.nodeid} runs assay as a process without the `assay_process` fixture: ask for the "
                     "fixture (the test then runs in the end-to-end tier), or call command_line.assay, in this "
                     "process", pytrace=False)
-    env = _environment(home, columns, extra_env)
-    if shared_prefect:
-        env |= prefect_env()
+    if env is None:
+        env = _environment(home, columns, extra_env) | (prefect_env() if shared_prefect else {})
     proc = subprocess.run([sys.executable, "-m", "assay.flows.cli", *map(str, args)], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
     return _checked(proc, check)

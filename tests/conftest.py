@@ -1,4 +1,4 @@
-"""Shared fixtures: a catalog on each database, a lake, settings pointing at a temp home, a Prefect test server.
+"""Shared fixtures: a catalog on each database, a lake, settings pointing at a temp home, a Prefect server.
 
 PostgreSQL tests need ``ASSAY_TEST_POSTGRES_URL`` (e.g.
 ``postgresql+psycopg://assay:assay@127.0.0.1:5432/assay_test``). Without it they skip with a message;
@@ -91,7 +91,7 @@ def engine(catalog_url: str) -> Iterator[sa.Engine]:
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> None:
-    """One Prefect test server for the whole test run: flows called in this process report to it
+    """One Prefect server for the whole test run: flows called in this process report to it
     (``prefect_api.harness``: the in-process command line shares it)."""
     from prefect_api import harness  # a plug-in of this file: imported once it is registered
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from command_line import assay
+from command_line import assay, assay_process
 
 from assay.flows.demo import DEMO
 
@@ -45,11 +45,8 @@ class Installation:
     logs: Path
 
     def assay(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "assay.flows.cli", *args], env=self.env, capture_output=True,
-                              text=True, timeout=300)
-        if check and done.returncode != 0:
-            raise AssertionError(f"assay {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
-        return done
+        """``assay ARGS`` as a process of the installation's, in its environment."""
+        return assay_process(*args, env=self.env, check=0 if check else None)
 
     def json(self, *args: str) -> dict:
         return json.loads(self.assay(*args, "--json").stdout)

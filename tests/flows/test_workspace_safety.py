@@ -29,8 +29,7 @@ def _clean_env(home: Path | None) -> dict[str, str]:
 
 
 def _cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "assay.flows.cli", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    return assay(*args, env=env, cwd=cwd, check=None)
 
 
 def test_prefect_reads_the_workspace_home_because_it_is_set_before_prefect_is_imported(fresh_interpreter,
