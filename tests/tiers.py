@@ -109,7 +109,8 @@ _current: dict[str, pytest.Item | None] = {"item": None}
 
 
 def current_item() -> pytest.Item | None:
-    """The test now running in this process (for helpers that must know its tier)."""
+    """The test now being set up or run in this process, for helpers that must know its tier. None while
+    tests are torn down: a longer-lived fixture of other tests may end during any test's teardown."""
     return _current["item"]
 
 
@@ -118,12 +119,15 @@ def is_e2e(item: pytest.Item | None) -> bool:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+def pytest_runtest_setup(item: pytest.Item):
     _current["item"] = item
-    try:
-        return (yield)
-    finally:
-        _current["item"] = None
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    _current["item"] = None
+    return (yield)
 
 
 class SleepMeter:

@@ -13,6 +13,7 @@ processes of its own; what they wrote is read back with the ``assay`` command.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -184,8 +185,9 @@ def installation(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         stack.append(lambda: _stop(worker))
         yield install
     finally:
-        for undo in reversed(stack):
-            undo()
+        with contextlib.ExitStack() as undoing:  # every undo runs, the last first, whichever of them fails
+            for undo in stack:
+                undoing.callback(undo)
 
 
 def test_deploy_registers_every_job_on_a_process_pool(installation: Installation) -> None:
