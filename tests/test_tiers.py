@@ -144,3 +144,16 @@ def test_no_test_marks_itself_e2e_or_slow() -> None:
 def test_the_sleep_meter_is_what_the_fast_tier_sees() -> None:
     """In a fast-tier test ``time.sleep`` is the meter's (the budget is checked at the test's end)."""
     assert getattr(time.sleep, "__self__", None).__class__ is tiers.SleepMeter
+
+
+def test_a_slow_part_reached_unseen_fails_and_one_named_moves_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+                          "import pytest\npytest_plugins = ['tiers']\n\n"
+                          "@pytest.fixture\ndef moto_server():\n    return 'an S3 server'\n")
+    pytester.makepyfile(test_reach="def test_named(moto_server):\n    assert moto_server\n\n"
+                                   "def test_unseen(request):\n    request.getfixturevalue('moto_server')\n")
+    fast = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not e2e")
+    fast.assert_outcomes(failed=1, deselected=1)  # getfixturevalue in the test body: the test fails
+    fast.stdout.fnmatch_lines(["*test_unseen asks for moto_server*where the tiers cannot see it*"])
+    assert pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-m", "e2e",
+                                        "-q").ret == 0  # test_named alone

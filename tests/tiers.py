@@ -1,11 +1,11 @@
 """The two test tiers, told apart by what a test uses; the fast tier's sleep budget; where the time went.
 
 **Tiers.** A test is ``e2e`` when it uses something slow to start or to finish: a fixture named in
-:data:`E2E_FIXTURES` anywhere in its fixture closure, or as the parameter of a fixture that asks for it by
-that name (``assay`` as a process, a real Prefect server or worker, Dask, moto, Chromium, ...), or a path
-in :data:`E2E_PATHS` (failpoint kills, notebooks, plug-in installs, ...). The marker is applied here, at
-collection, never by hand: a test that starts using a slow part moves to the slow tier by itself, and one
-that reaches such a part some other way fails, saying so. ``make test`` runs ``-m "not e2e"``; ``make test-all`` (what CI
+:data:`E2E_FIXTURES` anywhere in its fixture closure (``assay`` as a process, a real Prefect server or
+worker, Dask, moto, Chromium, ...), or a path in :data:`E2E_PATHS` (failpoint kills, notebooks, plug-in
+installs, ...). The marker is applied here, at collection, never by hand: a test that starts using a slow
+part moves to the slow tier by itself, and one that reaches such a part where collection cannot see it
+(``request.getfixturevalue``) fails, saying so. ``make test`` runs ``-m "not e2e"``; ``make test-all`` (what CI
 runs) runs everything.
 
 **Sleep budget.** A fast-tier test may sleep at most :data:`SLEEP_BUDGET_SECONDS` in total (``time.sleep``
@@ -57,9 +57,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def e2e_reason(item: pytest.Item) -> str | None:
     """Why ``item`` belongs to the end-to-end tier, or None for the fast tier."""
     used = set(getattr(item, "fixturenames", ()))
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None:  # a parametrised fixture whose parameter names the fixture it then asks for
-        used |= {value for value in callspec.params.values() if isinstance(value, str)}
     for name, why in E2E_FIXTURES.items():
         if name in used:
             return f"uses {name}: {why}"
@@ -98,9 +95,9 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef, request: pytest.FixtureR
     the way that can be seen."""
     item = current_item()
     if fixturedef.argname in E2E_FIXTURES and item is not None and not is_e2e(item):
-        pytest.fail(f"{item.nodeid} asks for {fixturedef.argname} ({E2E_FIXTURES[fixturedef.argname]}) in a way "
-                    "the tiers cannot see: name it as an argument, or as the parameter of the fixture that asks "
-                    "for it (tests/tiers.py)", pytrace=False)
+        pytest.fail(f"{item.nodeid} asks for {fixturedef.argname} ({E2E_FIXTURES[fixturedef.argname]}) where "
+                    "the tiers cannot see it: name it as an argument of the test or of a fixture it uses "
+                    "(tests/tiers.py)", pytrace=False)
 
 
 # --- the sleep budget ---------------------------------------------------------------------------------

@@ -25,21 +25,24 @@ from assay.storage.lake.upkeep import vacuum
 TABLES = ("case_runs", "runner_evaluations", "outcomes", "assertion_results", "current_results", "run_key_counts")
 
 
-@pytest.fixture(params=["local", "s3_lake"])
-def lake_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A local lake, or one on moto's S3 (the parameter names the fixture: the tiers see it)."""
-    if request.param == "local":
-        return str(tmp_path / "lake")
-    return request.getfixturevalue(request.param).url
-
-
-@pytest.fixture
-def ws(assay_home: Path, catalog_url: str, lake_url: str, monkeypatch: pytest.MonkeyPatch):
+def _workspace(catalog_url: str, lake_url: str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("ASSAY_CATALOG_URL", catalog_url)
     monkeypatch.setenv("ASSAY_LAKE_URL", lake_url)
     workspace = open_workspace(create=True)
     yield workspace
     workspace.close()
+
+
+@pytest.fixture
+def ws(assay_home: Path, catalog_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A workspace on each catalog, with a local lake."""
+    yield from _workspace(catalog_url, str(tmp_path / "lake"), monkeypatch)
+
+
+@pytest.fixture
+def s3_ws(assay_home: Path, catalog_url: str, s3_lake, monkeypatch: pytest.MonkeyPatch):
+    """A workspace on each catalog, with its lake on S3 (moto's server)."""
+    yield from _workspace(catalog_url, s3_lake.url, monkeypatch)
 
 
 def retired_files(ws) -> int:
@@ -53,6 +56,14 @@ def snapshot(ws) -> dict[str, list]:
 
 
 def test_run_judge_rejudge_rescore_compact_vacuum(ws, tmp_path: Path) -> None:
+    _the_life_cycle(ws, tmp_path)
+
+
+def test_run_judge_rejudge_rescore_compact_vacuum_on_s3(s3_ws, tmp_path: Path) -> None:
+    _the_life_cycle(s3_ws, tmp_path)
+
+
+def _the_life_cycle(ws, tmp_path: Path) -> None:
     ops.load(ws, str(DEMO / "bundle.yaml"))
     runs = []
     for suite in SUITES:
