@@ -154,7 +154,10 @@ def use_prefect_home(settings: Settings, debug: bool = False) -> None:
             os.environ.setdefault("PREFECT_CLIENT_CSRF_SUPPORT_ENABLED", "false")
     if not debug:
         os.environ["PREFECT_LOGGING_LEVEL"] = "CRITICAL"
-        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # a Dask cluster's chatter (.task_runners)
+        # A temporary Dask cluster's chatter (.task_runners), errors included: a worker whose heartbeat meets
+        # the scheduler already closing logs an ERROR as the cluster stops, on a loaded machine; a task's
+        # own failure reaches the command through the flow, and --debug shows everything.
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
         import logging
 
         # Prefect's background senders log under top-level names, outside the `prefect` logger the level
