@@ -2,7 +2,7 @@
 
 :func:`assay` calls the program's :func:`~assay.flows.cli.main` with the arguments, in an environment and a
 working folder of the call's own (both restored after), its standard output and error captured as bytes
-and text alike. Its flows report to this worker's one Prefect test server (:func:`prefect_api.harness`). It
+and text alike. Its flows report to this worker's one Prefect server (:func:`prefect_api.harness`). It
 answers what ``subprocess.run`` would (``returncode``, ``stdout``, ``stderr``), so a test reads the same
 either way, and costs a fraction of a process: no interpreter, no imports, no Prefect client to start.
 

@@ -5,8 +5,8 @@
 worker, Dask, moto, Chromium, ...), or a path in :data:`E2E_PATHS` (failpoint kills, notebooks, plug-in
 installs, ...). The marker is applied here, at collection, never by hand: a test that starts using a slow
 part moves to the slow tier by itself, and one that reaches such a part where collection cannot see it
-(``request.getfixturevalue``) fails, saying so. ``make test`` runs ``-m "not e2e"``; ``make test-all`` (what CI
-runs) runs everything.
+(``request.getfixturevalue``) fails, saying so. ``make test`` runs ``-m "not e2e"``; ``make test-all``
+(what CI runs) runs everything.
 
 **Sleep budget.** A fast-tier test may sleep at most :data:`SLEEP_BUDGET_SECONDS` in total (``time.sleep``
 in the test's own thread and in the threads it starts); past that it errors in its teardown, naming what
@@ -60,10 +60,10 @@ def e2e_reason(item: pytest.Item) -> str | None:
     for name, why in E2E_FIXTURES.items():
         if name in used:
             return f"uses {name}: {why}"
-    path_ = item.path.resolve()
-    if not path_.is_relative_to(ROOT):
+    file = item.path.resolve()
+    if not file.is_relative_to(ROOT):  # a test file written elsewhere (pytester's)
         return None
-    where = path_.relative_to(ROOT).as_posix()
+    where = file.relative_to(ROOT).as_posix()
     for path, why in E2E_PATHS.items():
         if where == path or (path.endswith("/") and where.startswith(path)):
             return f"{path}: {why}"
@@ -100,7 +100,7 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef, request: pytest.FixtureR
                     "(tests/tiers.py)", pytrace=False)
 
 
-# --- the sleep budget ---------------------------------------------------------------------------------
+# --- the test now running, for the checks of its tier ------------------------------------------------
 
 _current: dict[str, pytest.Item | None] = {"item": None}
 
@@ -126,6 +126,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     _current["item"] = None
     return (yield)
 
+
+# --- the sleep budget ---------------------------------------------------------------------------------
 
 class SleepMeter:
     """``time.sleep`` counted while a fast-tier test runs: in its thread and in the threads it starts."""
@@ -180,7 +182,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     shown = config.getoption("--file-durations")
     ranked = sorted(_by_file.items(), key=lambda kv: kv[1][0], reverse=True)
-    total = sum(seconds for seconds, _ in _by_file.values())
+    total = sum(seconds for seconds, _ in _by_file.values()) or 1e-9
     title = "time by test file" + (f" (the {shown} slowest of {len(ranked)})" if 0 < shown < len(ranked) else "")
     terminalreporter.section(title)
     terminalreporter.write_line(f"{'seconds':>9} {'share':>6} {'tests':>6}  file")
