@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-all bench notebooks clean
+.PHONY: install demo test test-all bench notebooks harnesses clean
 
 install: $(STAMP)
 
@@ -50,6 +50,17 @@ notebooks: $(NOTEBOOKS_STAMP)
 	@home="$$(realpath -m "$${ASSAY_HOME:-$(DEMO_HOME)}")"; \
 	test -d "$$home" || { echo "no workspace at $$home: run \`make demo\` first, or set ASSAY_HOME to one"; exit 1; }; \
 	echo "ASSAY_HOME=$$home"; ASSAY_HOME="$$home" exec $(BIN)/jupyter lab notebooks
+
+# The real coding-agent CLIs the end-to-end tests replay exams with (offline, against the scripted model of
+# fakes/model_server.py), pinned here and nowhere else; installed into .harnesses/ without a lock file. The
+# tests find them in .harnesses/node_modules/.bin/ (or on PATH) and skip without them.
+CLAUDE_CODE_VERSION := 2.1.97
+CODEX_VERSION := 0.118.0
+HARNESSES := .harnesses
+
+harnesses:
+	npm install --no-save --no-package-lock --no-audit --no-fund --prefix $(HARNESSES) \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) @openai/codex@$(CODEX_VERSION)
 
 clean:
 	rm -rf $(VENV) .assay bench/.work

@@ -1,29 +1,46 @@
-"""Vendors' call exports read as call-set lines: a VAPI calls list, ElevenLabs conversations, a Hamming
-test run's results. One function per vendor (:data:`READERS`); each returns an :class:`ExportedCall` per
-record, whose ``line`` is a call-set line (:mod:`assay.core.callset`) without its ``case``.
+"""Vendors' call exports read as call-set lines: VAPI calls, ElevenLabs conversations, a Hamming test run's
+results. One format per vendor (:data:`FORMATS`); its reader returns an :class:`ExportedCall` per record, whose
+``line`` is a call-set line (:mod:`assay.core.callset`) without its ``case``.
 
-- **VAPI** (``GET /call``: a JSON list of Call). Turns from ``artifact.messages`` (``user`` -> caller,
-  ``bot`` -> agent, ``system``): ``t`` is ``secondsFromStart``; ``end_t`` is ``t`` plus the turn's length,
-  taken from ``endTime - time`` (both epoch milliseconds) when given, else from ``duration`` in seconds as
+An export is one object, a JSON list of them, or JSON Lines of them (:mod:`.export_files`); each object is a
+record or the vendor's envelope of records:
+
+- **VAPI**: a Call (``GET /call/{id}``; ``GET /call`` is a list of them), or a server message whose ``type`` is
+  ``end-of-call-report`` (``{"message": {...}}``, as the webhook posts it, or the message alone): its call is
+  ``message.call``, read with the report's ``artifact``, ``analysis``, ``endedReason``, ``cost`` and times,
+  which are final. Any other server message carries no finished call and is refused.
+- **ElevenLabs**: a conversation (``GET /v1/convai/conversations/{id}``), or a post-call webhook body of type
+  ``post_call_transcription`` (the conversation is its ``data``). ``post_call_audio`` and
+  ``call_initiation_failure`` bodies carry no conversation, and the conversations list (``{"conversations":
+  [...]}``) only summaries without transcripts: each is refused, saying what to export instead.
+- **Hamming**: a test run's results (``GET /test-runs/{id}/results``: ``{summary, results[]}``) or one result.
+
+Costs are kept in the vendor's own unit with the unit named (``vendor_cost``, ``vendor_cost_unit``), and
+``cost_usd`` holds only a figure the vendor gives in dollars: VAPI ``cost`` is USD; ElevenLabs
+``metadata.cost`` is credits (never dollars), and its ``metadata.cost_fiat``, when given, is the USD figure;
+Hamming's results give no cost.
+
+How each record reads:
+
+- **VAPI**. Turns from ``artifact.messages`` (``user`` -> caller, ``bot`` -> agent, ``system``): ``t`` is
+  ``secondsFromStart``; ``end_t`` is ``t`` plus the turn's length, taken from ``endTime - time`` (both epoch milliseconds) when given, else from ``duration`` in seconds as
   VAPI's published document declares it. ``tool_calls`` messages are paired with their
   ``tool_call_result`` by ``toolCallId``. ``analysis.successEvaluation`` (``true``/``false``, ``pass``/``fail``;
   any other rubric's answer is kept with verdict ``unknown``) is the evaluation ``successEvaluation``, evaluator
   ``vapi:analysis``. A call whose ``status`` is not ``ended``, or whose ``endedReason`` names an error, a fault
   or a failure, did not execute (``error``).
-- **ElevenLabs** (``GET /v1/convai/conversations/{id}``: a JSON list of them, or JSON Lines). Turns, tools and
-  evaluations are read exactly as the ``elevenlabs_chat`` runner reads a simulated conversation
+- **ElevenLabs**. Turns, tools and evaluations are read exactly as the ``elevenlabs_chat`` runner reads a simulated conversation
   (:func:`assay.adapters.elevenlabs.read_conversation`, :func:`~assay.adapters.elevenlabs.analysis_evaluations`):
   ``t`` is ``time_in_call_secs``, and ``end_t`` stays unknown. Taking the next turn's start as a turn's end
   would make every response latency exactly zero, so ``transcript.response_latency`` would pass on evidence that
   measured nothing; unknown, it is undetermined instead. ``status: failed`` did not execute.
-- **Hamming** (``GET /test-runs/{id}/results``: ``{summary, results[]}``). The plain-string transcript is split
-  into turns by speaker (:func:`assay.adapters.hamming.turns`), without timings. ``status`` is the evaluation
+- **Hamming**. The plain-string transcript is split into turns by speaker (:func:`assay.adapters.hamming.turns`), without timings. ``status`` is the evaluation
   ``test`` (``hamming:test``), each ``assertionResults[]`` an evaluation named by its ``assertionName``
   (``hamming:assertion``), each metric ``hamming:metric``: the names the ``hamming`` runner uses. ``ERROR`` (and
   anything but ``PASSED``/``FAILED``) did not execute.
 
-Every vendor's record is kept, redacted, as the line's ``provider_payload``. ``metadata`` is what matching
-reads (VAPI ``metadata``; ElevenLabs ``conversation_initiation_client_data.dynamic_variables``, then
+Every vendor's object as received (a webhook body whole) is kept, redacted, as the line's
+``provider_payload``. ``metadata`` is what matching reads (VAPI ``metadata``; ElevenLabs ``conversation_initiation_client_data.dynamic_variables``, then
 ``metadata``; Hamming a result's ``metadata`` object, when the export has one). A record that is not the shape
 above is one problem naming the record and the field; :func:`read_export` raises them all at once.
 """
@@ -40,7 +57,6 @@ from typing import Any
 from assay.core.errors import CallExportError, MalformedResponseError
 from assay.core.redact import redact
 
-VENDORS = ("vapi", "elevenlabs", "hamming")
 
 
 @dataclass
@@ -76,6 +92,12 @@ def _need(record: Mapping[str, Any], key: str, kind: type | tuple[type, ...], wh
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _costs(amount: float | None, unit: str, usd: float | None = None) -> dict[str, Any]:
+    """The vendor's own cost in its own unit, and ``cost_usd`` only from a figure the vendor gives in dollars."""
+    dollars = amount if unit == "USD" else usd
+    return {"cost_usd": dollars, "vendor_cost": amount, "vendor_cost_unit": unit if amount is not None else None}
 
 
 def _overall(evaluations: list[dict[str, Any]], error: str | None) -> str:
@@ -150,7 +172,7 @@ def vapi_call(record: Mapping[str, Any]) -> ExportedCall:
             duration = (datetime.fromisoformat(ended) - datetime.fromisoformat(started)).total_seconds() * 1000
         except ValueError:
             raise _Bad("endedAt", "expected ISO 8601 times in startedAt and endedAt") from None
-    line = {"started_at": started, "duration_ms": duration, "cost_usd": _number(record.get("cost")),
+    line = {"started_at": started, "duration_ms": duration, **_costs(_number(record.get("cost")), "USD"),
             "transcript": transcript, "tool_calls": tool_calls, "evaluations": evaluations, "error": error}
     structured = analysis.get("structuredData")
     return _finish("vapi", ref, record, line, metadata=dict(record.get("metadata") or {}),
@@ -174,13 +196,13 @@ def elevenlabs_conversation(record: Mapping[str, Any]) -> ExportedCall:
     meta = record.get("metadata") or {}
     started = _number(meta.get("start_time_unix_secs"))
     seconds = _number(meta.get("call_duration_secs"))
-    cost = _number(meta.get("cost"))
     error = None
     if record.get("status") == "failed":
         error = f"ElevenLabs: the conversation failed (status {record['status']})"
     line = {"started_at": datetime.fromtimestamp(started, UTC).isoformat().replace("+00:00", "Z") if started else None,
             "duration_ms": seconds * 1000 if seconds is not None else None,
-            "cost_usd": cost, "transcript": [t.model_dump() for t in spoken],
+            **_costs(_number(meta.get("cost")), "credits", usd=_number(meta.get("cost_fiat"))),
+            "transcript": [t.model_dump() for t in spoken],
             "tool_calls": [c.model_dump() for c in tools],
             "evaluations": [e.model_dump(exclude={"met", "value"}) for e in evaluations], "error": error}
     client = (record.get("conversation_initiation_client_data") or {}).get("dynamic_variables") or {}
@@ -197,6 +219,7 @@ def hamming_result(record: Mapping[str, Any]) -> ExportedCall:
     from .hamming import VERDICTS, turns
 
     ref = _need(record, "id", str, "the result's id (a string)")
+    _need(record, "testCaseId", str, "the id of the test case the result is of (a string)")
     status = _need(record, "status", str, "PASSED, FAILED, PENDING or ERROR")
     evaluations = [{"name": "test", "evaluator": "hamming:test", "verdict": VERDICTS.get(status, "unknown"),
                     "rationale": f"Hamming: {status}"}]
@@ -222,57 +245,132 @@ def hamming_result(record: Mapping[str, Any]) -> ExportedCall:
     return _finish("hamming", ref, record, line, metadata=dict(meta) if isinstance(meta, Mapping) else {})
 
 
-READERS: dict[str, Callable[[Mapping[str, Any]], ExportedCall]] = {
-    "vapi": vapi_call, "elevenlabs": elevenlabs_conversation, "hamming": hamming_result,
+# ------------------------------------------------------------------------------------ Envelopes
+
+Record = tuple[Mapping[str, Any], Mapping[str, Any]]
+"""(what the vendor's reader reads, what is kept as the line's ``provider_payload``: the object as received)."""
+
+_VAPI_REPORTED = ("artifact", "analysis", "endedReason", "cost", "costs", "startedAt", "endedAt")
+
+
+def _vapi_records(obj: Mapping[str, Any]) -> list[Record]:
+    """A Call, or a server message: only an end-of-call-report carries a finished call (``message.call``, with
+    the report's artifact, analysis, endedReason, cost and times beside it, which win: they are final)."""
+    message, at = obj.get("message"), "message."
+    if not isinstance(message, Mapping) or "type" not in message:
+        if obj.get("type") != "end-of-call-report":
+            return [(obj, obj)]
+        message, at = obj, ""  # the message without its envelope
+    if message["type"] != "end-of-call-report":
+        raise _Bad(f"{at}type", f"a {message['type']!r} server message carries no finished call; only "
+                   "end-of-call-report messages do: leave the others out of the file")
+    call = _need(message, "call", Mapping, "the call the report is about (an object with its id)", at)
+    reported = {k: message[k] for k in _VAPI_REPORTED if message.get(k) is not None}
+    return [({**call, **reported, "status": "ended"}, obj)]  # sent once the call has ended
+
+
+_ELEVENLABS_OTHER = {"post_call_audio": "the call's audio only, no transcript",
+                     "call_initiation_failure": "a call that never connected"}
+
+
+def _elevenlabs_records(obj: Mapping[str, Any]) -> list[Record]:
+    """A conversation, or a post-call webhook body: only ``post_call_transcription`` carries one (``data``).
+    The conversations list holds summaries without transcripts, so it is refused."""
+    if "conversation_id" in obj:
+        return [(obj, obj)]
+    if "conversations" in obj:
+        raise _Bad("conversations", "this is the conversations list (GET /v1/convai/conversations): summaries "
+                   "without transcripts; export each conversation with GET /v1/convai/conversations/{id}")
+    if "data" in obj and isinstance(obj.get("type"), str):
+        if obj["type"] != "post_call_transcription":
+            why = _ELEVENLABS_OTHER.get(obj["type"], "not a post-call webhook")
+            raise _Bad("type", f"a {obj['type']!r} webhook body carries no conversation ({why}); only "
+                       "post_call_transcription bodies do: leave the others out of the file")
+        return [(_need(obj, "data", Mapping, "the conversation (an object)"), obj)]
+    return [(obj, obj)]
+
+
+def _hamming_records(obj: Mapping[str, Any]) -> list[Record]:
+    """A test run's results (``{summary, results}``), or one result."""
+    if "results" not in obj:
+        return [(obj, obj)]
+    return [(r, r) for r in _need(obj, "results", list, "the run's results (a list)")]
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One vendor's exports: what a file may hold, how one of its objects becomes records, how a record reads."""
+
+    holds: str
+    """What a file may hold, in words: one such object, a JSON list of them, or JSON Lines of them."""
+    records: Callable[[Mapping[str, Any]], list[Record]]
+    """One object of the file as its records: itself, or what the vendor's envelope carries (raises ``_Bad``)."""
+    read: Callable[[Mapping[str, Any]], ExportedCall]
+    """One record as a call."""
+
+
+FORMATS: dict[str, ExportFormat] = {
+    "vapi": ExportFormat("calls as GET /call (a list) or GET /call/{id} returns them, or end-of-call-report "
+                         "webhook bodies", _vapi_records, vapi_call),
+    "elevenlabs": ExportFormat("conversations as GET /v1/convai/conversations/{id} returns them, or "
+                               "post_call_transcription webhook bodies", _elevenlabs_records, elevenlabs_conversation),
+    "hamming": ExportFormat("a test run's results as GET /test-runs/{id}/results returns them, or single results",
+                            _hamming_records, hamming_result),
 }
-_SHAPES = {"vapi": "a JSON list of calls (GET /call)",
-           "elevenlabs": "a JSON list of conversations (GET /v1/convai/conversations/{id}), or one per line",
-           "hamming": "a test run's results (GET /test-runs/{id}/results: an object with a `results` list)"}
+"""Every vendor whose exports are read, by name."""
+VENDORS = tuple(FORMATS)
 
 
-def _records(vendor: str, path: Path) -> list[Any]:
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        if vendor != "elevenlabs":
-            raise CallExportError(str(path), [f"not JSON ({exc}); a {vendor} export is {_SHAPES[vendor]}"]) from None
-        try:
-            data = [json.loads(ln) for ln in text.splitlines() if ln.strip()]
-        except ValueError as exc2:
-            what = f"neither JSON nor JSON Lines ({exc2}); expected {_SHAPES[vendor]}"
-            raise CallExportError(str(path), [what]) from None
-    if vendor == "hamming":
-        data = data.get("results") if isinstance(data, Mapping) else None
-    if not isinstance(data, list):
-        raise CallExportError(str(path), [f"expected {_SHAPES[vendor]}"])
-    return data
+def _records(vendor: str, path: Path) -> tuple[list[tuple[str, Any, Any]], list[str]]:
+    """Every record of the file as (where it is, what the reader reads, the payload), and the problems of the
+    objects that are no record."""
+    from .export_files import read_values
+
+    found, problems = [], []
+    for line, value in read_values(path, FORMATS[vendor].holds):
+        at = f" on line {line}" if line else ""
+        items = value if isinstance(value, list) else [value]
+        for k, item in enumerate(items):
+            where = (f"item {k + 1} of the list" if isinstance(value, list) else "the object") + at
+            if not isinstance(item, Mapping):
+                problems.append(f"{where}: expected an object, got {type(item).__name__}")
+                continue
+            try:
+                found += [(at, record, payload) for record, payload in FORMATS[vendor].records(item)]
+            except _Bad as exc:
+                problems.append(f"{where}: {exc}")
+    return found, problems
 
 
 def read_export(vendor: str, path: str | Path) -> list[ExportedCall]:
     """Every record of the export at ``path`` as a call, or a :class:`CallExportError` naming every bad record."""
     from assay.core.errors import UnknownChoiceError
 
-    if vendor not in READERS:
+    if vendor not in FORMATS:
         raise UnknownChoiceError("vendor", vendor, "name the vendor whose export this is", known=list(VENDORS))
     path = Path(path)
     if not path.is_file():
-        raise CallExportError(str(path), [f"no such file; give the path of {_SHAPES[vendor]}"])
-    out, problems = [], []
-    for i, record in enumerate(_records(vendor, path)):
+        raise CallExportError(str(path), [f"no such file; give the path of {FORMATS[vendor].holds}"])
+    records, problems = _records(vendor, path)
+    out = []
+    for i, (where, record, payload) in enumerate(records):
         ident = record.get("id") or record.get("conversation_id") if isinstance(record, Mapping) else None
-        label = f"record {i + 1}" + (f" ({ident})" if isinstance(ident, str) else "")
+        label = f"record {i + 1}" + (f" ({ident})" if isinstance(ident, str) else "") + where
         if not isinstance(record, Mapping):
             problems.append(f"{label}: expected an object, got {type(record).__name__}")
             continue
         try:
-            out.append(READERS[vendor](record))
+            call = FORMATS[vendor].read(record)
         except _Bad as exc:
-            problems.append(f"{label}: {exc}; expected {_SHAPES[vendor]}")
+            problems.append(f"{label}: {exc}; expected {FORMATS[vendor].holds}")
+            continue
+        if payload is not record:
+            call.line["provider_payload"] = redact(dict(payload))
+        out.append(call)
     if problems:
         raise CallExportError(str(path), problems)
     return out
 
 
-__all__ = ["READERS", "VENDORS", "ExportedCall", "elevenlabs_conversation", "hamming_result", "read_export",
-           "vapi_call"]
+__all__ = ["FORMATS", "VENDORS", "ExportFormat", "ExportedCall", "elevenlabs_conversation", "hamming_result",
+           "read_export", "vapi_call"]

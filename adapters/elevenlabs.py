@@ -40,7 +40,7 @@ from assay.core.settings import Settings
 from assay.core.tool_mocks import ToolMocks, argument_free, static_answer
 
 from .caller import END_TOKEN, caller_prompt
-from .http import VendorApi
+from .http import VendorApi, vendor_message
 
 VENDOR = "elevenlabs"
 KEY_SETTING = "ASSAY_ELEVENLABS_API_KEY"
@@ -160,21 +160,32 @@ def _arguments(raw: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"_unparsed": raw}
 
 
-def _malformed(what: str) -> MalformedResponseError:
-    return MalformedResponseError(VENDOR, 200, f"the simulated conversation is not the documented shape: {what}")
+def _said(answer: Any) -> str:
+    """ElevenLabs' own words, when a 2xx body off the documented shape carries an error."""
+    said = vendor_message(answer, "") if isinstance(answer, Mapping) else ""
+    return f" (ElevenLabs said: {said})" if said else ""
+
+
+def _malformed(what: str, answer: Any = None) -> MalformedResponseError:
+    return MalformedResponseError(VENDOR, 200, f"the simulated conversation is not the documented shape: {what}{_said(answer)}")
 
 
 def read_conversation(response: Any) -> tuple[list[Turn], list[ToolCall]]:
-    """The transcript (turns with words; tool-only turns carry no text) and the tool calls with their results."""
+    """The transcript (turns with words; tool-only turns carry no text) and the tool calls with their results.
+
+    A conversation in which no turn has words (every ``message`` absent or null, as the document allows for
+    each one) is no evidence of what the agent said: it is refused as malformed, so the case run is an
+    ERROR rather than a transcript check failed on silence."""
     turns = response.get("simulated_conversation") if isinstance(response, Mapping) else None
     if not isinstance(turns, list):
-        raise _malformed("no simulated_conversation list")
+        raise _malformed("no simulated_conversation list", response)
     transcript: list[Turn] = []
     calls: dict[str, dict[str, Any]] = {}
     results: dict[str, dict[str, Any]] = {}
     for i, turn in enumerate(turns):
         if not isinstance(turn, Mapping) or turn.get("role") not in ("user", "agent"):
-            raise _malformed(f"turn {i} has no role user or agent")
+            role = turn.get("role") if isinstance(turn, Mapping) else None
+            raise _malformed(f"turn {i} has role {role!r}, not user or agent")
         t = turn.get("time_in_call_secs")
         t = float(t) if isinstance(t, int | float) else None
         if isinstance(turn.get("message"), str) and turn["message"].strip():
@@ -193,6 +204,8 @@ def read_conversation(response: Any) -> tuple[list[Turn], list[ToolCall]]:
             name=call["tool_name"], arguments=_arguments(call.get("params_as_json")),
             result=_json_or_text(result.get("result_value")) if result else None,
             is_error=bool(result.get("is_error")) if result else False, t=call["_t"]))
+    if turns and not transcript:
+        raise _malformed(f"none of its {len(turns)} turns has a message")
     return transcript, tool_calls
 
 
@@ -204,7 +217,7 @@ def analysis_evaluations(response: Any) -> list[Evaluation]:
     """ElevenLabs' own analysis as runner evaluations, kept on its verdicts and scales."""
     analysis = response.get("analysis") if isinstance(response, Mapping) else None
     if not isinstance(analysis, Mapping):
-        raise _malformed("no analysis object")
+        raise _malformed("no analysis object", response)
     summary = analysis.get("transcript_summary")
     out = [Evaluation.from_vendor(
         name="call_successful", evaluator=f"{VENDOR}:analysis", verdict=_verdict(analysis.get("call_successful")),
@@ -252,7 +265,7 @@ class ElevenLabsApi(VendorApi):
     def create_agent(self, body: dict[str, Any]) -> str:
         answer = self._call("POST", "/v1/convai/agents/create", body)
         if not isinstance(answer, Mapping) or not isinstance(answer.get("agent_id"), str):
-            raise MalformedResponseError(VENDOR, 200, "the created agent has no 'agent_id'")
+            raise MalformedResponseError(VENDOR, 200, f"the created agent has no 'agent_id'{_said(answer)}")
         return answer["agent_id"]
 
     def delete_agent(self, agent_id: str) -> None:
@@ -268,14 +281,17 @@ class ElevenLabsApi(VendorApi):
                 params["cursor"] = cursor
             page = self._call("GET", "/v1/convai/agents", params=params)
             if not isinstance(page, Mapping) or not isinstance(page.get("agents"), list):
-                raise MalformedResponseError(VENDOR, 200, "the agent list has no 'agents'")
+                raise MalformedResponseError(VENDOR, 200, f"the agent list has no 'agents'{_said(page)}")
             found += [a["agent_id"] for a in page["agents"] if isinstance(a, Mapping) and a.get("name") == name]
             cursor = page.get("next_cursor")
             if not page.get("has_more") or not cursor:
                 return found
 
     def simulate(self, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        answer = self._call("POST", f"/v1/convai/agents/{agent_id}/simulate-conversation", body)
+        """One simulated conversation (billed). ElevenLabs documents no idempotency and no way to list
+        simulations, so a simulation whose answer was lost is never run again: the case is an error saying so."""
+        answer = self._call("POST", f"/v1/convai/agents/{agent_id}/simulate-conversation", body, creates=True,
+                            where=f"for a conversation of agent {agent_id} in ElevenLabs' conversation history")
         if not isinstance(answer, dict):
             raise _malformed("the answer is not an object")
         return answer

@@ -9,11 +9,12 @@ hang-up token only our own simulator answers; scripted ``turns`` become lines th
 
 **Assertions in Hamming's slot.** An assertion with ``role: hamming`` goes into the run's
 ``selectedAssertionIds``. It names the Hamming assertion it stands for with the ``vendor.evaluation``
-mechanism: ``params.name`` is the Hamming assertion's name, looked up in Hamming's catalogue at
-submission (unknown or ambiguous names stop the submission, listing the names Hamming knows). The id
-and the name it had then are kept (in the provider reference, and in the catalog's ``vendor_mappings``),
-so a result reported under another name is a rename: never joined silently, it becomes an ``error``
-evaluation naming both names.
+mechanism: ``params.vendor_id`` is the Hamming assertion's id (what the start request takes) and
+``params.name`` its name (what results report as ``assertionName``). Hamming documents no way to list
+its assertions, so nothing is looked up: the bundle is the record of which assertion is meant, and an
+id Hamming does not know is refused by Hamming at submission. The id and the name are kept (in the
+provider reference, and in the catalog's ``vendor_mappings``), so a result reported under another name
+is a rename: never joined silently, it becomes an ``error`` evaluation naming both names.
 
 **In.** One case run per case, matched by the test case run ids Hamming answered the submission with,
 in order. The plain-string transcript becomes turns (``Speaker: text`` lines; agent and caller by
@@ -27,8 +28,9 @@ speaker name); ``duration`` (seconds) becomes ``duration_ms``. Evaluations, each
   is met null, never a failure); a Hamming assertion we did not send keeps Hamming's name;
 - each metric (``latencyP50``, ``latencyP90``, ``interruptionCount``; ``hamming:metric``) as a score.
 
-A test case Hamming reports as ERROR, or never finished (``PENDING`` in a run that ended), is an ERROR
-case run, never a FAIL.
+A test case Hamming reports as ERROR, or never finished (``PENDING`` in a run that ended), or with a
+status its API does not list, or finished without a transcript (the evidence our checks read), is an
+ERROR case run, never a FAIL.
 """
 
 from __future__ import annotations
@@ -46,10 +48,12 @@ from assay.core.redact import redact
 from assay.core.runner import AssertionSpec, CaseSpec, RunJob
 
 from .caller import END_TOKEN, caller_prompt
+from .http import VendorApi, vendor_message
 
 log = logging.getLogger(__name__)
 
 VENDOR = "hamming"
+KEY_SETTING = "ASSAY_HAMMING_API_KEY"
 ROLE = "hamming"
 """The ``role`` that sends an assertion into Hamming's selected assertions."""
 TERMINAL = frozenset({"COMPLETED", "FINISHED", "FAILED", "CANCELED", "SCORING_FAILED"})
@@ -59,6 +63,21 @@ _CALLER = {"customer", "caller", "user", "human", "tester", "persona"}
 _AGENT = {"agent", "assistant", "bot", "ai", "voice agent"}
 _LINE = re.compile(r"^\s*([A-Za-z][A-Za-z ]{0,30}?)\s*:\s*(.*)$")
 REF_VERSION = 1
+
+
+def malformed(what: str, answer: Any) -> MalformedResponseError:
+    """A 2xx answer off the documented shape, with Hamming's own words when the body carries an error."""
+    said = vendor_message(answer, "") if isinstance(answer, Mapping) else ""
+    return MalformedResponseError(VENDOR, 200, what + (f" (Hamming said: {said})" if said else ""))
+
+
+def run_status(answer: Any, test_run: str) -> str:
+    """The status a ``GET /test-runs/{id}/status`` answer reports. A status beyond the documented ones is
+    read as not finished (polling goes on, bounded by the run's deadline)."""
+    status = answer.get("status") if isinstance(answer, Mapping) else None
+    if not isinstance(status, str):
+        raise malformed(f"the status of test run {test_run} has no 'status'", answer)
+    return status
 
 
 def persona(situation: Mapping[str, Any]) -> dict[str, str]:
@@ -87,33 +106,32 @@ def slotted(job: RunJob) -> list[AssertionSpec]:
         if a.mechanism != "vendor.evaluation" or not a.params.get("name"):
             raise ConfigError(
                 f"assertion {a.key!r} has role {ROLE!r} but mechanism {a.mechanism!r}: an assertion in Hamming's "
-                "slot names a Hamming assertion with mechanism vendor.evaluation and params.name (its name at "
-                "Hamming); change the mechanism, or remove the role to have Assay judge it"
+                "slot names a Hamming assertion with mechanism vendor.evaluation, params.vendor_id (its id at "
+                "Hamming) and params.name (its name there); change the mechanism, or remove the role to have "
+                "Assay judge it"
+            )
+        if not a.params.get("vendor_id"):
+            raise ConfigError(
+                f"assertion {a.key!r} (role {ROLE!r}) names Hamming assertion {a.params['name']!r} but not its id: "
+                "Hamming selects assertions by id and offers no documented way to look one up by name; set "
+                "params.vendor_id to the assertion's id, as Hamming's dashboard shows it"
             )
     return specs
 
 
-def resolve(specs: Sequence[AssertionSpec], catalogue: Any) -> dict[str, tuple[str, str]]:
-    """Our assertion id -> (Hamming's assertion id, its name now), by exact name in Hamming's catalogue."""
-    items = catalogue.get("assertions") if isinstance(catalogue, Mapping) else None
-    if not isinstance(items, list):
-        raise MalformedResponseError(VENDOR, 200, "the assertion catalogue has no list 'assertions'")
-    by_name: dict[str, list[str]] = {}
-    for item in items:
-        if isinstance(item, Mapping) and isinstance(item.get("id"), str):
-            by_name.setdefault(str(item.get("name")), []).append(item["id"])
-    out, problems = {}, []
-    for a in specs:
-        name = str(a.params["name"])
-        ids = by_name.get(name, [])
-        if len(ids) == 1:
-            out[a.assertion_id] = (ids[0], name)
-        else:
-            problems.append(f"assertion {a.key!r} names Hamming assertion {name!r}, which "
-                            + ("matches no assertion at Hamming" if not ids else f"matches {len(ids)} ({', '.join(ids)})"))
-    if problems:
-        known = ", ".join(repr(n) for n in sorted(by_name)) or "none"
-        raise ConfigError("; ".join(problems) + f"; Hamming's assertions: {known}; fix params.name in the bundle")
+def selected(specs: Sequence[AssertionSpec]) -> dict[str, tuple[str, str]]:
+    """Our assertion id -> (Hamming's assertion id, the name we expect it reported under), from the bundle.
+
+    One Hamming assertion named twice under different names is refused: results could match only one."""
+    out = {a.assertion_id: (str(a.params["vendor_id"]), str(a.params["name"])) for a in specs}
+    names: dict[str, set[str]] = {}
+    for hid, name in out.values():
+        names.setdefault(hid, set()).add(name)
+    clashes = {hid: sorted(n) for hid, n in names.items() if len(n) > 1}
+    if clashes:
+        raise ConfigError("; ".join(f"Hamming assertion {hid} is named {' and '.join(map(repr, n))} by different "
+                                    "assertions" for hid, n in sorted(clashes.items()))
+                          + ": results report one name per id; give every assertion with that vendor_id the same name")
     return out
 
 
@@ -147,7 +165,7 @@ class Submission:
         """Read Hamming's answer to a start request: one test case run per case, in order."""
         runs = answer.get("testCaseRuns") if isinstance(answer, Mapping) else None
         if not isinstance(answer, Mapping) or not isinstance(answer.get("testRunId"), str) or not isinstance(runs, list):
-            raise MalformedResponseError(VENDOR, 200, "the start answer lacks testRunId or testCaseRuns")
+            raise malformed("the start answer lacks testRunId or testCaseRuns", answer)
         ids = [r.get("id") for r in runs if isinstance(r, Mapping)]
         if len(ids) != len(job.cases) or not all(isinstance(i, str) for i in ids):
             raise MalformedResponseError(
@@ -178,7 +196,7 @@ def case_runs(job: RunJob, sub: Submission, answer: Any, run_status: str) -> tup
     """Hamming's results as one case run per case, and the warnings (renamed assertions) to log."""
     results = answer.get("results") if isinstance(answer, Mapping) else None
     if not isinstance(results, list):
-        raise MalformedResponseError(VENDOR, 200, "the results answer has no list 'results'")
+        raise malformed("the results answer has no list 'results'", answer)
     by_id = {r["id"]: r for r in results if isinstance(r, Mapping) and isinstance(r.get("id"), str)}
     summary = answer.get("summary") if isinstance(answer.get("summary"), Mapping) else {}
     score = (summary.get("assertions") or {}).get("overallScore") if isinstance(summary.get("assertions"), Mapping) else None
@@ -197,8 +215,12 @@ def case_runs(job: RunJob, sub: Submission, answer: Any, run_status: str) -> tup
         error = None
         if status == "ERROR":
             error = "Hamming reported the test case as ERROR (the call could not be completed or scored)"
-        elif status not in ("PASSED", "FAILED"):
-            error = f"Hamming never finished this test case ({status}); the run ended {run_status}"
+        elif status == "PENDING" or status not in VERDICTS:
+            error = (f"Hamming never finished this test case ({status}); the run ended {run_status}" if status == "PENDING"
+                     else f"Hamming reported test case status {status!r}, which its API does not list; the run ended {run_status}")
+        elif not turns(result.get("transcript")):
+            error = (f"Hamming reported the test case {status} without a transcript: nothing to check what was said "
+                     "against (its own verdicts are in the provider payload)")
         duration = result.get("duration")
         out.append(CaseRun(
             case_id=case_id, status="error" if error else "executed", error=error,
@@ -226,7 +248,7 @@ def _evaluations(result: Mapping[str, Any], own: list[AssertionSpec], sub: Submi
         hid, name = sub.assertions[spec.assertion_id]
         item = by_id.get(hid)
         verdict, rationale = _assertion_verdict(spec, hid, name, item)
-        if item is not None and item.get("assertionName") != name:
+        if item is not None and item.get("assertionName") not in (None, name):
             warnings.append(rationale)
             log.warning("%s", rationale)
         evals.append(Evaluation.from_vendor(
@@ -251,7 +273,7 @@ def _assertion_verdict(spec: AssertionSpec, hid: str, name: str, item: Mapping[s
     if item is None:
         return "error", f"Hamming returned no result for assertion {name!r} ({hid}), sent for {spec.key!r}"
     reported = item.get("assertionName")
-    if reported != name:
+    if reported is not None and reported != name:
         return "error", (
             f"Hamming assertion {hid} was sent for {spec.key!r} as {name!r} but its result is reported as "
             f"{reported!r}: it was renamed at Hamming, so the result is not taken as {spec.key!r}; check the "
@@ -259,8 +281,30 @@ def _assertion_verdict(spec: AssertionSpec, hid: str, name: str, item: Mapping[s
         )
     status = str(item.get("status"))
     verdict = VERDICTS.get(status, "unknown")
-    return verdict, str(item.get("reason") or f"Hamming: {name!r} {status}")
+    unnamed = "" if reported is not None else " (Hamming reported no name: joined by its id)"
+    return verdict, str(item.get("reason") or f"Hamming: {name!r} {status}") + unnamed
 
 
-__all__ = ["ROLE", "TERMINAL", "VENDOR", "Submission", "case_runs", "persona", "resolve", "slotted",
+class HammingApi(VendorApi):
+    """Hamming's endpoints that Assay uses. A refused key (401/403) is a :class:`ConfigError` naming
+    ``ASSAY_HAMMING_API_KEY``, never the key."""
+
+    label = "Hamming"
+    key_setting = KEY_SETTING
+
+    def start(self, body: dict[str, Any]) -> Any:
+        """Start a test run (billed: each case is a phone call). Hamming documents no idempotency and no list
+        of test runs, so a start whose answer was lost is never sent again: the run ends with an error saying
+        Hamming may hold a test run for the agent."""
+        return self._call("POST", "/test-runs/test-inbound-agent", body, creates=True,
+                          where=f"for a new test run of agent {body.get('agentId')} in Hamming's dashboard")
+
+    def status(self, test_run: str) -> Any:
+        return self._call("GET", f"/test-runs/{test_run}/status")
+
+    def results(self, test_run: str) -> Any:
+        return self._call("GET", f"/test-runs/{test_run}/results")
+
+
+__all__ = ["KEY_SETTING", "malformed", "run_status", "HammingApi", "ROLE", "TERMINAL", "VENDOR", "Submission", "case_runs", "persona", "selected", "slotted",
            "configuration_for", "turns"]

@@ -9,7 +9,17 @@ Every runner that calls a vendor, and our judge, goes through :class:`VendorClie
   ``detail``), never a header, a key or our request body.
 - :meth:`VendorClient.request` retries what is transient with capped exponential backoff and jitter,
   waits what ``Retry-After`` asks (capped), and raises the classified error when attempts run out.
-  Permanent errors are raised at once.
+  Permanent errors are raised at once, except a body cut short on a read (``GET``), which is read again.
+- A request that **creates** billable work (``creates=True``: a chat, a simulation, a test run) is never
+  sent twice blindly. A 429 or a connection that never opened left nothing at the vendor and is
+  retried; after any other failure (a read timeout, a connection dropped after sending, a 5xx) the
+  vendor may have done the work, so the caller's ``recover`` looks for it by the marker the request
+  carried (the vendor's documented list endpoint) and only a vendor that holds nothing is asked again;
+  with no way to look, the failure is an :class:`~assay.core.errors.UnconfirmedCreateError` saying what
+  the vendor may hold.
+- With a **deadline** (:meth:`VendorClient.until`, the run's), no wait outlasts it: a request's timeout
+  and a backoff are capped by the time left, and a wait the deadline cut short is a
+  :class:`~assay.core.errors.DeadlineError` ("timed out after N s waiting for VAPI").
 
 A vendor error becomes an ERROR case run or a null result carrying that message; never a FAIL.
 """
@@ -21,7 +31,7 @@ import json
 import random
 import threading
 import time
-from datetime import timezone
+from datetime import datetime, timezone
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,10 +40,12 @@ import httpx
 
 from assay.core.errors import (
     ConfigError,
+    DeadlineError,
     MalformedResponseError,
     PermanentVendorError,
     RateLimitedError,
     TransientVendorError,
+    UnconfirmedCreateError,
     VendorError,
 )
 
@@ -139,11 +151,29 @@ class RetryPolicy:
         return backoff * (0.5 + rng.random() / 2)
 
 
+class _Unsent(TransientVendorError):
+    """A request that never left us (the connection was not opened): sending it again duplicates nothing."""
+
+
+def maybe_done(error: VendorError) -> bool:
+    """Whether the vendor may have done what a request that failed with ``error`` asked: after a timeout, a
+    connection dropped after sending, a 5xx, or a 2xx whose body was cut short. Not after a rate limit
+    (refused at the door), a connection that never opened, or a refusal (4xx)."""
+    if isinstance(error, MalformedResponseError):
+        return True
+    return error.transient and not isinstance(error, (RateLimitedError, _Unsent))
+
+
+Recover = Callable[[], Any]
+"""Looks for what a creating request made, by the marker it carried: the object, or None if the vendor holds none."""
+
+
 class VendorClient:
     """An httpx client for one vendor: base URL, auth headers, timeouts, classification and retries.
 
     Thread-safe (httpx's client is); ``in_flight`` and ``peak_in_flight`` count concurrent requests,
     so a caller can prove a concurrency bound holds. ``sent`` counts requests actually sent.
+    ``label`` is the vendor's name in messages (``VAPI``; :class:`VendorApi` sets it).
     """
 
     def __init__(
@@ -156,14 +186,19 @@ class VendorClient:
         retry: RetryPolicy = RetryPolicy(),
         sleep: Callable[[float], None] = time.sleep,
         transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
     ):
         self.vendor = vendor
+        self.label = vendor
         self.retry = retry
+        self.timeout = timeout
         self._sleep = sleep
+        self._clock = clock
         self._rng = random.Random()
         self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=dict(headers), timeout=timeout,
                                   transport=transport)
         self._lock = threading.Lock()
+        self._bound = threading.local()  # each thread's deadline: one client may serve several runs at once
         self.in_flight = 0
         self.peak_in_flight = 0
         self.sent = 0
@@ -177,13 +212,27 @@ class VendorClient:
     def close(self) -> None:
         self._http.close()
 
-    def _send_once(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def until(self, deadline_at: datetime | None) -> None:
+        """Stop every later wait of this thread at ``deadline_at`` (the run's; naive means UTC); None lifts it.
+        Per thread, so the threads of a collect pass, each polling its own run, keep their own deadlines."""
+        if deadline_at is not None and deadline_at.tzinfo is None:
+            deadline_at = deadline_at.replace(tzinfo=timezone.utc)
+        self._bound.deadline = deadline_at.timestamp() if deadline_at is not None else None
+
+    def time_left(self) -> float | None:
+        """Seconds until this thread's deadline (never negative), or None without one."""
+        deadline = getattr(self._bound, "deadline", None)
+        return None if deadline is None else max(0.0, deadline - self._clock())
+
+    def _send_once(self, method: str, path: str, timeout: float, **kwargs: Any) -> httpx.Response:
         with self._lock:
             self.in_flight += 1
             self.sent += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
-            return self._http.request(method, path, **kwargs)
+            return self._http.request(method, path, timeout=timeout, **kwargs)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            raise _Unsent(self.vendor, None, f"could not connect: {type(exc).__name__}") from None
         except httpx.TimeoutException as exc:
             raise TransientVendorError(self.vendor, None, f"timed out: {type(exc).__name__}") from None
         except httpx.TransportError as exc:
@@ -193,20 +242,60 @@ class VendorClient:
                 self.in_flight -= 1
 
     def request(self, method: str, path: str, *, json_body: Any = None, params: Mapping[str, Any] | None = None,
-                headers: Mapping[str, str] | None = None) -> Any:
-        """Send, retrying transient errors by the policy; the parsed JSON body (None when empty)."""
+                headers: Mapping[str, str] | None = None, creates: bool = False,
+                recover: Recover | None = None, where: str | None = None) -> Any:
+        """Send, retrying what is safe to retry (see the module docstring); the parsed JSON body (None when empty).
+
+        ``creates`` marks a request that makes billable work at the vendor; ``recover`` (with it) finds
+        that work by the marker the request carried, when a failure leaves unknown whether it was done;
+        without a way to find it, ``where`` tells a person where to look (``"in Hamming's dashboard"``).
+        """
+        began = self._clock()
         for attempt in range(1, self.retry.attempts + 1):
+            left = self.time_left()
+            if left is not None and left <= 0:
+                raise DeadlineError(self.label, self._clock() - began)
+            capped = left is not None and left < self.timeout
             try:
-                response = self._send_once(method, path, json=json_body, params=params, headers=headers)
+                response = self._send_once(method, path, left if capped else self.timeout, json=json_body,
+                                           params=params, headers=headers)
                 error = classify(self.vendor, response)
             except VendorError as exc:
+                if capped and exc.status is None and self.time_left() == 0:  # the deadline, not the vendor, cut it
+                    raise DeadlineError(self.label, self._clock() - began) from None
                 error, response = exc, None
             if error is None:
                 return response.json() if response is not None and response.content and response.status_code != 204 else None
-            if not error.transient or attempt == self.retry.attempts:
+            uncertain = creates and maybe_done(error)
+            if uncertain:
+                found = self._recovered(error, recover, where)
+                if found is not None:
+                    return found
+            reread = method == "GET" and isinstance(error, MalformedResponseError)  # a body cut short: read again
+            if not (error.transient or reread or uncertain) or attempt == self.retry.attempts:
                 raise error
-            self._sleep(self.retry.delay(attempt, error, self._rng))
+            self._wait(self.retry.delay(attempt, error, self._rng), began)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _recovered(self, error: VendorError, recover: Recover | None, where: str | None) -> Any:
+        """What a creating request that failed with ``error`` made, found by ``recover``; None if the vendor
+        holds nothing (sending again is safe). Raises when nobody can tell."""
+        why = "offers no way to look it up"
+        if recover is not None:
+            try:
+                return recover()
+            except VendorError as exc:
+                why = f"looking it up failed ({exc})"
+        look = f"; look {where}" if where else ""
+        raise UnconfirmedCreateError(self.vendor, error.status, f"{error.vendor_message}; not sent again: {self.label} "
+                                     f"may have done (and billed) the work without answering, and {why}{look}")
+
+    def _wait(self, seconds: float, began: float) -> None:
+        """Sleep before the next try, unless the deadline comes first."""
+        left = self.time_left()
+        if left is not None and seconds >= left:
+            raise DeadlineError(self.label, self._clock() - began)
+        self._sleep(seconds)
 
     def get(self, path: str, **kwargs: Any) -> Any:
         return self.request("GET", path, **kwargs)
@@ -229,6 +318,7 @@ class VendorApi:
 
     def __init__(self, client: VendorClient):
         self.client = client
+        client.label = self.label
 
     def close(self) -> None:
         self.client.close()
@@ -239,9 +329,12 @@ class VendorApi:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, body: Any = None, params: Mapping[str, Any] | None = None) -> Any:
+    def _call(self, method: str, path: str, body: Any = None, params: Mapping[str, Any] | None = None, *,
+              creates: bool = False, recover: Recover | None = None, where: str | None = None) -> Any:
+        """One request; ``creates``, ``recover`` and ``where`` as for :meth:`VendorClient.request`."""
         try:
-            return self.client.request(method, path, json_body=body, params=params)
+            return self.client.request(method, path, json_body=body, params=params, creates=creates, recover=recover,
+                                       where=where)
         except PermanentVendorError as exc:
             if exc.status in (401, 403):
                 raise ConfigError(f"{self.label} refused the key (HTTP {exc.status}: {exc.vendor_message}); "
@@ -256,5 +349,5 @@ class VendorApi:
                 raise
 
 
-__all__ = ["TRANSIENT_STATUSES", "RetryPolicy", "VendorApi", "VendorClient", "classify", "parse_retry_after",
-           "vendor_message"]
+__all__ = ["TRANSIENT_STATUSES", "Recover", "RetryPolicy", "VendorApi", "VendorClient", "classify", "maybe_done",
+           "parse_retry_after", "vendor_message"]

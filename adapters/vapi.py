@@ -27,7 +27,7 @@ from assay.core.evidence import ToolCall, Turn
 from assay.core.runner import AssertionSpec
 from assay.core.settings import Settings
 
-from .http import VendorApi
+from .http import VendorApi, vendor_message
 from .runners.platform_chat import AgentReply
 
 VENDOR = "vapi"
@@ -93,14 +93,28 @@ def _result(content: Any) -> Any:
         return content
 
 
+MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
+"""The roles VAPI's document gives a chat message; the reply is read from ``assistant`` and ``tool`` ones."""
+
+
+def malformed(what: str, answer: Any) -> MalformedResponseError:
+    """A 2xx answer off the documented shape, with VAPI's own words when the body carries an error."""
+    said = vendor_message(answer, "") if isinstance(answer, dict) else ""
+    return MalformedResponseError(VENDOR, 200, what + (f" (VAPI said: {said})" if said else ""))
+
+
 def chat_reply(response: Any) -> AgentReply:
-    """A ``POST /chat`` response read as the agent's reply; MalformedResponseError when it is not the documented shape."""
+    """A ``POST /chat`` response read as the agent's reply; MalformedResponseError when it is not the documented
+    shape (a message with a role VAPI does not document included: its words could be the agent's)."""
     if not isinstance(response, dict) or not isinstance(response.get("id"), str) or not isinstance(response.get("output"), list):
-        raise MalformedResponseError(VENDOR, 200, "the chat response has no 'id' or no 'output' list")
+        raise malformed("the chat response has no 'id' or no 'output' list", response)
     texts, calls, results = [], [], {}
     for message in response["output"]:
         if not isinstance(message, dict):
             raise MalformedResponseError(VENDOR, 200, f"a chat output message is not an object: {message!r}"[:200])
+        if message.get("role") not in MESSAGE_ROLES:
+            raise MalformedResponseError(VENDOR, 200, f"a chat output message has role {message.get('role')!r}, which "
+                                         f"VAPI does not document ({', '.join(sorted(MESSAGE_ROLES))})")
         if message.get("role") == "tool":
             results[message.get("tool_call_id")] = _result(message.get("content"))
         elif message.get("role") == "assistant":
@@ -168,6 +182,8 @@ def eval_transcript(result: dict[str, Any]) -> tuple[list[Turn], list[ToolCall]]
     calls: list[ToolCall] = []
     pending: list[int] = []
     for message in result.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
         role, content = message.get("role"), message.get("content")
         if role == "user":
             turns.append(Turn(role="caller", text=str(content or "")))
@@ -201,7 +217,7 @@ class VapiApi(VendorApi):
 
     def _created_id(self, answer: Any, what: str) -> str:
         if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
-            raise MalformedResponseError(VENDOR, 201, f"the created {what} has no 'id'")
+            raise malformed(f"the created {what} has no 'id'", answer)
         return answer["id"]
 
     def create_assistant(self, body: dict[str, Any]) -> str:
@@ -215,11 +231,27 @@ class VapiApi(VendorApi):
         listed = self._call("GET", "/assistant", params={"limit": 1000})
         return [a["id"] for a in listed or [] if isinstance(a, dict) and a.get("name") == vendor_name(scratch_name)]
 
-    def chat(self, assistant_id: str, text: str, previous_chat_id: str | None = None) -> AgentReply:
+    def chat(self, assistant_id: str, text: str, previous_chat_id: str | None = None,
+             marker: str | None = None) -> AgentReply:
+        """One exchange (``POST /chat``, billed). With ``marker`` (a unique name, at most 40 characters) the
+        chat carries it as its ``name``: a chat whose answer was lost is then found by it
+        (:meth:`find_chat`) instead of being made twice; without one, such a failure is an error."""
         body: dict[str, Any] = {"assistantId": assistant_id, "input": text}
         if previous_chat_id:
             body["previousChatId"] = previous_chat_id
-        return chat_reply(self._call("POST", "/chat", body))
+        recover = None
+        if marker:
+            body["name"] = marker
+            recover = lambda: self.find_chat(assistant_id, marker, previous_chat_id)  # noqa: E731
+        return chat_reply(self._call("POST", "/chat", body, creates=True, recover=recover))
+
+    def find_chat(self, assistant_id: str, marker: str, previous_chat_id: str | None = None) -> dict[str, Any] | None:
+        """The chat named ``marker`` (``GET /chat`` filtered by assistant and previous chat), or None."""
+        params: dict[str, Any] = {"assistantId": assistant_id, "limit": 100}
+        if previous_chat_id:
+            params["previousChatId"] = previous_chat_id
+        listed = self._call("GET", "/chat", params=params) or {}
+        return next((c for c in listed.get("results") or [] if isinstance(c, dict) and c.get("name") == marker), None)
 
     def create_eval(self, body: dict[str, Any]) -> str:
         return self._created_id(self._call("POST", "/eval", body), "eval")
@@ -232,13 +264,22 @@ class VapiApi(VendorApi):
         return [e["id"] for e in listed.get("results") or [] if e.get("name") == vendor_name(scratch_name)]
 
     def run_eval(self, eval_id: str, assistant_id: str) -> str:
+        """Start an eval run (billed). Our evals are scratch objects, one per run and assertion, so a run
+        whose answer was lost is found by its eval (:meth:`find_eval_run`) instead of being started twice."""
         body = {"type": "eval", "evalId": eval_id, "target": {"type": "assistant", "assistantId": assistant_id}}
-        return self._created_id(self._call("POST", "/eval/run", body), "eval run")
+        recover = lambda: self.find_eval_run(eval_id)  # noqa: E731
+        return self._created_id(self._call("POST", "/eval/run", body, creates=True, recover=recover), "eval run")
+
+    def find_eval_run(self, eval_id: str) -> dict[str, Any] | None:
+        """The newest run of eval ``eval_id`` (``GET /eval/run``, newest 100), or None."""
+        listed = self._call("GET", "/eval/run", params={"limit": 100, "sortOrder": "DESC"}) or {}
+        return next((r for r in listed.get("results") or [] if isinstance(r, dict) and r.get("evalId") == eval_id), None)
 
     def eval_run(self, run_id: str) -> dict[str, Any]:
         answer = self._call("GET", f"/eval/run/{run_id}")
         if not isinstance(answer, dict) or answer.get("status") not in ("queued", "running", "ended"):
-            raise MalformedResponseError(VENDOR, 200, "the eval run has no status queued, running or ended")
+            status = answer.get("status") if isinstance(answer, dict) else None
+            raise malformed(f"the eval run's status is {status!r}, not one VAPI documents (queued, running, ended)", answer)
         return answer
 
 

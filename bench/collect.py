@@ -48,7 +48,8 @@ def _bundle() -> dict[str, Any]:
         "teams": [{"id": "bench-team", "name": "Bench", "cases": cases, "suites": [{
             "key": "voice", "name": "voice", "target": {"config": "config.json"}, "cases": ["one", "two"],
             "assertions": [
-                {"key": "greets", "mechanism": "vendor.evaluation", "params": {"name": "Greets the caller"}, "role": "hamming"},
+                {"key": "greets", "mechanism": "vendor.evaluation", "params": {"vendor_id": "as-greeting", "name": "Greets the caller"},
+                 "role": "hamming"},
                 {"key": "helps", "mechanism": "transcript.contains", "params": {"text": "look into", "role": "agent"}},
             ],
             "criteria": {"ci": {"required": ["greets", "helps"]}},

@@ -4,6 +4,7 @@ A call set is a JSON Lines file (UTF-8), one recorded call per line; blank lines
 
     {"call_id": "call-0001", "case": "no-heat-elderly-caller",
      "started_at": "2026-11-20T15:04:05Z", "duration_ms": 84210, "cost_usd": 0.231,
+     "vendor_cost": 0.231, "vendor_cost_unit": "USD",
      "transcript": [{"role": "agent", "text": "Northside Heating, this is Sam.", "t": 0.0, "end_t": 1.8},
                     {"role": "caller", "text": "My furnace stopped overnight.", "t": 2.1, "end_t": 3.9}],
      "tool_calls": [{"name": "check_service_area", "arguments": {"zip": "60614"},
@@ -79,7 +80,11 @@ LINE = Model("call", fields=(
           "run saying so, so a gap in the recording is never read as a pass.", required=True),
     Field("started_at", TIMESTAMP, "When the call started: ISO 8601 with a UTC offset (``Z`` or ``+02:00``)."),
     Field("duration_ms", AMOUNT, "How long the call took, in milliseconds."),
-    Field("cost_usd", AMOUNT, "What the call cost, in US dollars."),
+    Field("cost_usd", AMOUNT, "What the call cost, in US dollars; only a figure the vendor gives in dollars."),
+    Field("vendor_cost", AMOUNT, "What the call cost as the vendor reports it, in the vendor's own unit "
+          "(``vendor_cost_unit``): never converted, so credits are never read as dollars.", needs="vendor_cost_unit"),
+    Field("vendor_cost_unit", KEY, "The unit of ``vendor_cost`` as the vendor bills it, such as ``USD`` or "
+          "``credits``.", needs="vendor_cost"),
     Field("transcript", LIST, "The conversation, turn by turn.", model=TURN),
     Field("tool_calls", LIST, "The tools the agent called, with their results.", model=TOOL_CALL),
     Field("evaluations", LIST, "The vendor's own judgments, kept as evidence on the vendor's scale and read as "

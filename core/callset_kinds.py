@@ -198,6 +198,8 @@ class Field:
     """No two lines of a file may share the value."""
     label: str = ""
     """How messages name a good value, when the kind's words are not precise enough."""
+    needs: str = ""
+    """Another field of the model that must be present whenever this one is (an amount and its unit)."""
 
     def __post_init__(self) -> None:
         if (self.kind is ENUM) != bool(self.values) or (self.kind is LIST) != (self.model is not None):
@@ -228,6 +230,8 @@ class Model:
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(f.name for f in self.fields))
         for f in self.fields:
+            if f.needs and (f.needs not in self.names or f.needs == f.name):
+                raise ValueError(f"{self.name}.{f.name}: needs {f.needs!r}, which is no other field of the model")
             if f.model and any(g.model for g in f.model.fields):
                 raise ValueError(f"{self.name}.{f.name}: a list item's model may not hold a list itself")
 

@@ -2,7 +2,8 @@
 
 The two walkers apply the same structure to a :class:`~.callset_kinds.Model`: unknown keys refused
 when the model forbids them, a missing or null optional field accepted, a required one refused,
-every other value judged by its kind, and a list field's items each checked against its sub-model.
+every other value judged by its kind (and refused without the field it ``needs``), and a list field's
+items each checked against its sub-model.
 Neither walker knows any field or kind by name (a list field aside, whose items they visit), so a
 rule cannot exist in one form and not the other.
 """
@@ -29,6 +30,8 @@ def problems(model: Model, obj: dict[str, Any], where: str, cases: Collection[st
         if value is None and not f.required:
             continue
         problem = f.kind.check(f, value, f.name in obj, cases)
+        if not problem and f.needs and obj.get(f.needs) is None:
+            problem = f"given without {f.needs}: give both or neither"
         if problem:
             yield f"{where}{f.name}", problem
         elif f.model:
@@ -61,6 +64,8 @@ def _predicate(model: Model, var: str) -> str:
             good = " AND ".join(checks)
         else:
             good = f.kind.sql(v, f)
+        if f.needs:
+            good = f"{good} AND {var}.{_ident(f.needs)} IS NOT NULL"
         parts.append(f"({v} IS NOT NULL AND {good})" if f.required else f"({v} IS NULL OR ({good}))")
     return " AND ".join(parts)
 

@@ -167,6 +167,8 @@ class JudgeAgreementDoc(JudgeSpend):
     """Labelled items in all."""
     undetermined: int
     """Items the judge gave no verdict on (counted in neither figure)."""
+    unparsed: int
+    """Of the undetermined items, those whose answer came back but could not be read as a verdict."""
     both_pass: int
     """Labelled pass, judged pass."""
     label_pass_judge_fail: int

@@ -19,7 +19,7 @@ _COMMANDS = (
 )
 
 _REVISIONS = {"run": 3, "runs": 2, "bench": 2, "verdicts": 3, "judge": 3, "rescore": 3, "ls": 3, "plan": 3,
-              "whatif": 2, "demo": 2}
+              "whatif": 2, "demo": 2, "judge-agreement": 2}
 """Documents past their first revision. ``assay.run`` 2: each consumer's ``verdicts``. ``assay.verdicts``,
 ``assay.judge`` and ``assay.rescore`` 2: each verdict says what it counted (``counted``, ``excluded``,
 ``case_runs``, ``case_runs_counted``); ``verdicts --cases`` names each case run and the results that
@@ -27,7 +27,8 @@ decided it. ``assay.ls`` 2: each suite's ``tags``. ``assay.plan`` 2: each suite'
 ``in_place`` edits, which need nothing redone; 3: ``templates``, each changed template and the cases made from it.
 Repeats: a run's ``repeat`` and ``budget`` (``assay.runs`` 2, ``assay.run`` 3, ``assay.demo`` 2); a verdict's
 ``series``, each case decided over its replays (``assay.verdicts``, ``assay.judge`` 3); a criteria's
-``pass_rate`` (``assay.rescore``, ``assay.ls`` 3, ``assay.whatif`` 2)."""
+``pass_rate`` (``assay.rescore``, ``assay.ls`` 3, ``assay.whatif`` 2). ``assay.judge-agreement`` 2: ``unparsed``,
+the undetermined items whose answer could not be read as a verdict."""
 
 DOCUMENTS: dict[str, tuple[int, Stability]] = {
     f"assay.{name}": (_REVISIONS.get(name, 1), "experimental") for name in _COMMANDS

@@ -228,6 +228,22 @@ class MalformedResponseError(PermanentVendorError):
     """The vendor answered 2xx with a body that is not the documented shape."""
 
 
+class UnconfirmedCreateError(VendorError):
+    """A request that creates billable work (a chat, a simulation, a test run) failed after it may have
+    reached the vendor, and the vendor offers no way to find out: it is not sent again (that could bill
+    the work twice). The message says what the vendor may hold and where to look for it."""
+
+
+class DeadlineError(AssayError, TimeoutError):
+    """The run's deadline came while we waited for a vendor (a request, a backoff, a poll); the run ends
+    ``timed_out``. ``waited`` is how long the wait had lasted, ``vendor`` whom we waited for."""
+
+    def __init__(self, vendor: str, waited: float):
+        self.vendor, self.waited = vendor, waited
+        took = f"{waited:.1f}" if waited < 10 else f"{waited:.0f}"
+        super().__init__(f"timed out after {took} s waiting for {vendor}: the run's deadline passed")
+
+
 class ToolMockError(RunnerError, LookupError):
     """A tool call a suite's ``tool_mocks`` cannot answer: no rule covers it, or a rule names a fact the
     case's world lacks. ``tool`` and ``arguments`` are the call's. Makes the case run an ERROR, never a FAIL."""

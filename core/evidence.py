@@ -186,6 +186,12 @@ class CaseRun(_Row):
     provider_ref: str | None = None
     provider_payload: dict[str, Any] | None = None
     cost_usd: float | None = None
+    """What the execution cost in US dollars, only when the vendor gives dollars."""
+    vendor_cost: float | None = None
+    """What it cost as the vendor reports it, in ``vendor_cost_unit`` (never converted: credits stay credits);
+    null in case runs stored before it existed."""
+    vendor_cost_unit: str | None = None
+    """The unit of ``vendor_cost`` (``USD``, ``credits``)."""
     duration_ms: float | None = None
     started_at: datetime | None = None
     evaluations: list[Evaluation] = Field(default_factory=list)
@@ -219,6 +225,8 @@ def case_run_schema() -> "pa.Schema":
             ("cost_usd", pa.float64()),
             ("duration_ms", pa.float64()),
             ("started_at", pa.timestamp("us", tz="UTC")),
+            ("vendor_cost", pa.float64()),
+            ("vendor_cost_unit", pa.string()),
         ]
     )
 
@@ -288,6 +296,8 @@ class Report:
                     "cost_usd": r.cost_usd,
                     "duration_ms": r.duration_ms,
                     "started_at": r.started_at,
+                    "vendor_cost": r.vendor_cost,
+                    "vendor_cost_unit": r.vendor_cost_unit,
                 }
             )
             for e in r.evaluations:

@@ -270,6 +270,10 @@ class VendorEvaluation(Params):
 
     name: str = Field(min_length=1)
     """The vendor's name for its evaluation (guardrail, scorer, criterion)."""
+    vendor_id: str | None = Field(default=None, min_length=1)
+    """The vendor's own id for the evaluation, where the vendor keys it by id and its name may change
+    (Hamming's assertion id). An assertion sent into a vendor's slot (``role``) needs it: the runner sends
+    the id and checks the name the vendor reports against ``name``, so a rename is reported, not joined."""
     pass_score: float | None = None
     """For scored evaluations: a score at or above this, on the vendor's own scale (70 on Hamming's
     0-100), is met. Required to map a score without a verdict onto met."""

@@ -22,12 +22,20 @@ import itertools
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from .errors import AssayError, LeaseError, RunnerError
+from .errors import (
+    AssayError,
+    ConfigError,
+    DeadlineError,
+    LeaseError,
+    MalformedResponseError,
+    PermanentVendorError,
+    RunnerError,
+)
 from .failpoints import failpoint
 from .evidence import Report
 
@@ -94,6 +102,19 @@ class RunJob:
 
     def case_by_key(self) -> dict[str, CaseSpec]:
         return {c.case_key: c for c in self.cases}
+
+    @property
+    def waits_until(self) -> datetime | None:
+        """When a runner stops waiting for its vendor: the deadline less :data:`REPORT_RESERVE`, the time kept
+        to store what arrived (a report after the deadline is refused). None without a deadline."""
+        if self.deadline_at is None:
+            return None
+        deadline = self.deadline_at if self.deadline_at.tzinfo else self.deadline_at.replace(tzinfo=UTC)
+        return deadline - REPORT_RESERVE
+
+
+REPORT_RESERVE = timedelta(seconds=5)
+"""Kept before a run's deadline to store the evidence gathered: waits for a vendor end this early."""
 
 
 @dataclass(frozen=True)
@@ -184,13 +205,19 @@ class RunContext:
 
     def provision(self, kind: str, create: Callable[[str], str], *, label: str = "") -> ScratchObject:
         """Record a scratch object's name, then ``create(name)`` it at the vendor (returning its id), then
-        record the id. Raises if there is no scratch book (a runner that provisions needs a ledger that keeps one)."""
+        record the id. A creation the vendor refused outright (a 4xx, a refused key) made nothing: its row is
+        closed at once, so neither release nor ``assay reap`` goes looking for it. Raises if there is no scratch book (a runner that provisions needs a ledger that keeps one)."""
         if self.scratch is None:
             raise RunnerError(f"runner {self.runner!r} creates vendor objects, but this ledger keeps no scratch book")
         name = f"assay-{self.run_id}-{kind}-{label or new_suffix()}"[:200]
         obj = self.scratch.intend(self.run_id, self.runner, kind, name)
         failpoint("scratch.intended")
-        vendor_id = create(name)
+        try:
+            vendor_id = create(name)
+        except (ConfigError, PermanentVendorError) as exc:
+            if not isinstance(exc, MalformedResponseError):  # refused outright: the vendor holds nothing to delete
+                self.scratch.deleted(obj)
+            raise
         failpoint("scratch.created")
         return self.scratch.created(obj, vendor_id)
 
@@ -298,45 +325,72 @@ def drive(
     other exception releases it with the error too and is re-raised, so nothing hangs on a lease. A
     failure to release (another owner took the lease meanwhile) is logged and never hides the runner's
     own error.
+
+    The lease is renewed from a thread of its own (:class:`~.leases.LeaseKeeper`) while the runner waits,
+    so a vendor answering later than a lease lasts is still stored. When the run's deadline comes (a
+    :class:`DeadlineError` from a wait it cut short, or a lease that cannot be renewed past it), the run
+    ends ``timed_out``, keeping what was reported, and the result's error says so in the user's terms.
     """
     if not runner.synchronous:
         raise TypeError(f"runner {runner.name!r} is asynchronous; drive() runs synchronous runners")
+    from .leases import LeaseKeeper
+
     result = DriveResult(run_id=job.run_id)
     lease = ledger.claim(job.run_id, owner, ttl_seconds)
     scratch: ScratchBook | None = getattr(ledger, "scratch", None)
-
-    def heartbeat() -> None:
-        nonlocal lease
-        lease = ledger.renew(lease, ttl_seconds)
-
-    context = RunContext(heartbeat, run_id=job.run_id, runner=runner.name, scratch=scratch)
     try:
-        todo: RunJob | None = job
-        for round_no in itertools.count():
-            if todo is None:
-                break
-            reports = runner.execute(todo, context)
-            if round_no:  # a runner names its reports by run and batch: each round's are new reports
-                reports = (replace(r, request_id=f"{r.request_id}:round-{round_no}") for r in reports)
-            for receipt in _reported(ledger, reports, lambda: lease, heartbeat):
-                result.reports += 1
-                result.case_runs += receipt.case_runs
-                result.evaluations += receipt.evaluations
-                result.duplicates += receipt.status == "duplicate"
-                if on_report:
-                    on_report(receipt)
-            heartbeat()
-            todo = more(context) if more is not None else None
+        # The keeper renews the lease from its own thread while the runner waits for a vendor: a request that
+        # outlasts the lease still lands. Each heartbeat also renews at once, and meets a lost lease.
+        with LeaseKeeper(ledger, ttl_seconds) as keeper:
+            keeper.hold(lease)
+
+            def heartbeat() -> None:
+                keeper.renew(job.run_id)
+
+            context = RunContext(heartbeat, run_id=job.run_id, runner=runner.name, scratch=scratch)
+            todo: RunJob | None = job
+            for round_no in itertools.count():
+                if todo is None:
+                    break
+                reports = runner.execute(todo, context)
+                if round_no:  # a runner names its reports by run and batch: each round's are new reports
+                    reports = (replace(r, request_id=f"{r.request_id}:round-{round_no}") for r in reports)
+                for receipt in _reported(ledger, reports, lambda: keeper.lease(job.run_id), heartbeat):
+                    result.reports += 1
+                    result.case_runs += receipt.case_runs
+                    result.evaluations += receipt.evaluations
+                    result.duplicates += receipt.status == "duplicate"
+                    if on_report:
+                        on_report(receipt)
+                heartbeat()
+                todo = more(context) if more is not None else None
     except AssayError as exc:
-        result.error = str(exc)
-        log.error("run %s: runner %s failed: %s", job.run_id, runner.name, exc)
-        _finish(runner, ledger, lease, scratch, error=result.error)
+        timed_out = _timed_out(ledger, job, exc)
+        result.error = timed_out or str(exc)
+        log.error("run %s: runner %s failed: %s", job.run_id, runner.name, result.error)
+        _finish(runner, ledger, lease, scratch, error=None if timed_out else result.error, timed_out=bool(timed_out))
         return result
     except BaseException as exc:
         _finish(runner, ledger, lease, scratch, error=f"{type(exc).__name__}: {exc}")
         raise
     _finish(runner, ledger, lease, scratch, error=None)
     return result
+
+
+def _timed_out(ledger: Ledger, job: RunJob, exc: AssayError) -> str | None:
+    """Why the run timed out, when ``exc`` is its deadline coming (a wait cut short, a lease that could not be
+    renewed past it) and the ledger can end a run ``timed_out``; else None."""
+    if job.deadline_at is None or not isinstance(exc, DeadlineError | LeaseError):
+        return None
+    if not hasattr(ledger, "time_out"):
+        return None
+    if isinstance(exc, DeadlineError):
+        return str(exc)
+    deadline = job.deadline_at if job.deadline_at.tzinfo else job.deadline_at.replace(tzinfo=UTC)
+    clock = getattr(ledger, "clock", None)
+    if clock is None or clock() < deadline:  # lost to another holder, not to the deadline
+        return None
+    return f"timed out: the run's deadline passed at {deadline:%Y-%m-%d %H:%M:%S} UTC"
 
 
 STAGED_AHEAD = 2
@@ -352,7 +406,25 @@ def _reported(ledger: Ledger, reports: Iterator[Report], lease: Callable[[], Lea
     two cores a large run's reports land up to twice as fast. Commits stay in order, and a failure (of
     the runner, a write or a commit) stops every later commit: files written ahead and never committed
     are named by no manifest row, so nobody reads them and vacuum removes them, as after a crash.
+
+    A runner that stops at the run's deadline (:class:`DeadlineError`) has handed over what it gathered
+    before it: every report is committed, then the error is raised.
     """
+    stopped: list[DeadlineError] = []
+
+    def until_deadline() -> Iterator[Report]:
+        try:
+            yield from reports
+        except DeadlineError as exc:
+            stopped.append(exc)
+
+    yield from _committed(ledger, until_deadline(), lease, heartbeat)
+    if stopped:
+        raise stopped[0]
+
+
+def _committed(ledger: Ledger, reports: Iterator[Report], lease: Callable[[], Lease],
+               heartbeat: Callable[[], None]) -> Iterator[Receipt]:
     if not isinstance(ledger, StagingLedger):
         for report in reports:
             heartbeat()
@@ -392,10 +464,16 @@ def teardown_scratch(runner: Runner, scratch: ScratchBook, objects: Sequence[Scr
     return outcome
 
 
-def _finish(runner: Runner, ledger: Ledger, lease: Lease, scratch: ScratchBook | None, *, error: str | None) -> None:
-    """Tear down the run's scratch objects, then release; a lost lease is logged, never raised over a runner error."""
+def _finish(runner: Runner, ledger: Ledger, lease: Lease, scratch: ScratchBook | None, *, error: str | None,
+            timed_out: bool = False) -> None:
+    """Tear down the run's scratch objects, then release (or, its deadline come, end it ``timed_out``); a lost
+    lease is logged, never raised over a runner error."""
     if scratch is not None:
         teardown_scratch(runner, scratch, scratch.outstanding(lease.run_id))
+    if timed_out:
+        if not ledger.time_out(lease.run_id, owner=lease.owner):  # type: ignore[attr-defined]
+            log.warning("run %s: not timed out by its holder: another process ended it first", lease.run_id)
+        return
     try:
         ledger.release(lease, error=error)
     except LeaseError as exc:

@@ -5,7 +5,8 @@ A fake is a :class:`FakeVendor` subclass that declares its routes with :meth:`Fa
 shapes its own errors (:meth:`FakeVendor.error_body`). Every fake also answers a small control API
 under ``/_fake/`` (no key needed), so a person running ``assay fake-vendors`` can steer it with curl:
 
-- ``POST /_fake/faults`` with any of :class:`Faults`' fields (JSON) switches faults on or off;
+- ``POST /_fake/faults`` with any of :class:`Faults`' fields (JSON) switches faults on or off (for
+  example ``{"answer_late": {"POST /chat": 5}}``: chats are made at once and answered five seconds later);
 - ``GET /_fake/inventory`` lists the objects the fake holds by kind;
 - ``GET /_fake/requests`` lists the requests received (method, path, status);
 - ``POST /_fake/reset`` forgets objects, requests and faults.
@@ -13,6 +14,7 @@ under ``/_fake/`` (no key needed), so a person running ``assay fake-vendors`` ca
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import threading
@@ -36,13 +38,30 @@ class Faults:
     server_errors: int = 0
     """The next N requests answer 503 (a burst of 5xx)."""
     malformed: int = 0
-    """The next N successful answers have a body that is not JSON."""
+    """The next N successful answers (to requests matching ``body_route``) have a body that is not JSON."""
+    truncated: int = 0
+    """The next N successful answers (to requests matching ``body_route``) are cut mid-body: the headers
+    promise the whole body, half of it is sent, and the connection is closed (a dropped connection)."""
+    body_route: str = "*"
+    """Which requests ``malformed`` and ``truncated`` spoil: ``"METHOD /path"``, ``*`` matching any run of
+    characters (``"GET /eval/run/*"``: only eval-run polls)."""
+    hang: dict[str, float] = field(default_factory=dict)
+    """``"METHOD /path"`` (``*`` matches any run of characters) -> seconds a matching request waits *before*
+    the fake does anything: a vendor slower than a lease, or than a client's timeout."""
+    answer_late: dict[str, float] = field(default_factory=dict)
+    """``"METHOD /path"`` (as for ``hang``) -> seconds a matching request's answer waits *after* the work is
+    done (the chat made, the run started): "slow, then succeed", what a client that gives up and sends
+    again turns into duplicated work."""
     never_finish: bool = False
     """Asynchronous work (a Hamming run, a VAPI eval run) stays running for ever."""
     finish_after: float | None = None
     """Asynchronous work finishes this many seconds after it started (default: at once)."""
     rename_assertions: dict[str, str] = field(default_factory=dict)
     """Hamming: assertion id -> the new name results report it under."""
+    wild: dict[str, str] = field(default_factory=dict)
+    """Shape deviations a real vendor's answers show (:mod:`.wild`): mode (``extra_keys``, ``drop_optional``,
+    ``null_optional``, ``unknown_enum``, ``error_200``) -> the ``"METHOD /path"`` answers it applies to
+    (``*`` matches any run of characters)."""
     scripts: dict[str, Any] = field(default_factory=dict)
     """Vendor-specific scripted behaviour (see each fake)."""
     hits: dict[int, int] = field(default_factory=dict)
@@ -57,6 +76,8 @@ class FakeRequest:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: bytes
+    template: str = ""
+    """The route's path template (``/assistant/{id}``) once routed: what a vendor's document is keyed by."""
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")
@@ -64,6 +85,20 @@ class FakeRequest:
 
 Answer = tuple[int, Any] | tuple[int, Any, dict[str, str]]
 Handler = Callable[[FakeRequest], Answer]
+
+
+def serve_in_thread(server: ThreadingHTTPServer, name: str) -> ThreadingHTTPServer:
+    """Serve ``server`` from a daemon thread called ``name``, each request in a daemon thread of its own.
+    A short poll interval: :func:`shut_down` returns within 50 ms instead of the default half second."""
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True).start()
+    return server
+
+
+def shut_down(server: ThreadingHTTPServer) -> None:
+    """Stop serving and close the listening socket."""
+    server.shutdown()
+    server.server_close()
 
 
 class FakeVendor:
@@ -79,7 +114,7 @@ class FakeVendor:
         self.lock = threading.RLock()
         self.clock: Callable[[], float] = time.monotonic
         """What a fake's simulated work (a run that finishes later) is timed by: a test may step its own."""
-        self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
+        self._routes: list[tuple[str, re.Pattern[str], Handler, str]] = []
         self._host, self._port = host, port
         self._server: ThreadingHTTPServer | None = None
         self.setup_routes()
@@ -91,7 +126,16 @@ class FakeVendor:
     def route(self, method: str, pattern: str, handler: Handler) -> None:
         """``pattern`` is a path with ``{name}`` placeholders (one path segment each)."""
         regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern)
-        self._routes.append((method.upper(), re.compile(f"^{regex}$"), handler))
+        self._routes.append((method.upper(), re.compile(f"^{regex}$"), handler, pattern))
+
+    document: Any = None
+    """The vendor's OpenAPI document (:class:`~.openapi.OpenApi`) its requests and answers follow, if it has one."""
+
+    def wild(self, req: FakeRequest, status: int, payload: Any) -> tuple[int, Any]:
+        """The answer as a vendor that strays from its document gives it (:func:`.wild.deviate`, ``faults.wild``)."""
+        from .wild import deviate
+
+        return deviate(self, req, status, payload)
 
     def authorised(self, headers: dict[str, str]) -> bool:
         """Whether the request carries the right key (default: ``Authorization: Bearer <key>``)."""
@@ -135,17 +179,12 @@ class FakeVendor:
 
             do_GET = do_POST = do_DELETE = do_PATCH = do_PUT = _serve
 
-        self._server = _Server((self._host, self._port), _Handler)
-        self._server.daemon_threads = True
-        # A short poll interval: stop() returns within 50 ms instead of the default half second.
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"fake-{self.name}",
-                         daemon=True).start()
+        self._server = serve_in_thread(_Server((self._host, self._port), _Handler), f"fake-{self.name}")
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            shut_down(self._server)
             self._server = None
 
     def __enter__(self) -> "FakeVendor":
@@ -186,27 +225,37 @@ class FakeVendor:
             elif f.server_errors > 0:
                 f.server_errors -= 1
                 fault = (503, "Service temporarily unavailable")
-        if latency:
-            time.sleep(latency)
+            hang = _delay(f.hang, req)
+        if latency or hang:
+            time.sleep(latency + hang)
         if fault is not None:
             extra = {"retry-after": _seconds(self.faults.retry_after)} if fault[0] == 429 else {}
             return fault[0], self.error_body(fault[0], fault[1]), extra
         if not self.authorised(req.headers):
             return 401, self.error_body(401, "Invalid API key"), {}
-        for method, regex, handler in self._routes:
+        for method, regex, handler, template in self._routes:
             m = regex.match(req.path)
             if m and method == req.method:
-                req.params = m.groupdict()
+                req.params, req.template = m.groupdict(), template
                 try:
                     answer = handler(req)
                 except json.JSONDecodeError as exc:
                     return 400, self.error_body(400, f"body is not JSON: {exc.msg}"), {}
                 status, payload = answer[0], answer[1]
                 extra = answer[2] if len(answer) == 3 else {}
+                if 200 <= status < 300 and self.faults.wild:
+                    status, payload = self.wild(req, status, payload)
                 with self.lock:
-                    if 200 <= status < 300 and self.faults.malformed > 0:
+                    late = _delay(self.faults.answer_late, req)
+                    spoil = 200 <= status < 300 and bool(_delay({self.faults.body_route: 1}, req))
+                    if spoil and self.faults.malformed > 0:
                         self.faults.malformed -= 1
-                        return status, _Malformed(), extra
+                        payload = _Malformed()
+                    elif spoil and self.faults.truncated > 0:
+                        self.faults.truncated -= 1
+                        payload = _Truncated(payload)
+                if late:
+                    time.sleep(late)
                 return status, payload, extra
         return 404, self.error_body(404, f"Cannot {req.method} {req.path}"), {}
 
@@ -237,12 +286,41 @@ class _Server(ThreadingHTTPServer):
 
     request_queue_size = 128
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up before the answer (its read timeout) is what some faults are for: not an error."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 class _Malformed:
     """Marker: answer with a truncated, non-JSON body."""
 
 
+@dataclass
+class _Truncated:
+    """Marker: answer ``payload`` cut mid-body, then close the connection."""
+
+    payload: Any
+
+
+def _delay(rules: dict[str, float], req: FakeRequest) -> float:
+    """The seconds the first rule matching ``METHOD /path`` asks for (0 when none matches)."""
+    key = f"{req.method} {req.path}"
+    return next((float(s) for pattern, s in rules.items() if fnmatch.fnmatchcase(key, pattern)), 0.0)
+
+
 def _send(h: BaseHTTPRequestHandler, status: int, payload: Any, extra: dict[str, str]) -> None:
+    if isinstance(payload, _Truncated):
+        data = json.dumps(payload.payload).encode()
+        h.send_response(status)
+        h.send_header("content-type", "application/json")
+        h.send_header("content-length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data[: len(data) // 2])
+        h.close_connection = True
+        return
     if isinstance(payload, _Malformed):
         data, kind = b'{"id": "trunc', "application/json"
     elif payload is None:

@@ -3,8 +3,11 @@
 Auth is ``xi-api-key: <key>``. Errors are ElevenLabs' two shapes: a refused body is 422
 ``{detail: [{loc, msg, type}]}``; everything else is ``{detail: {type, code, message, request_id}}``
 (429 codes ``rate_limit_exceeded`` / ``concurrent_limit_exceeded``, steered by
-``scripts["rate_limit_code"]``). Request bodies are validated strictly (:mod:`pydantic`, extra fields
-refused), so an adapter that drifts from the documented shape fails here, not in production.
+``scripts["rate_limit_code"]``). Every request's body and query string is validated against ElevenLabs'
+published OpenAPI document (the part of it the adapter uses, ``specs/elevenlabs-openapi.json.gz``; see
+``specs/README.md``), refused as ElevenLabs' 422 when the document refuses it, so an adapter that drifts
+from the documented shape fails here, not in production. Answers are in the document's shapes (the
+fake's tests check them against its response schemas); ``faults.wild`` makes them stray (:mod:`.wild`).
 
 Routes: ``POST /v1/convai/agents/create`` -> ``{agent_id}``; ``GET|PATCH|DELETE
 /v1/convai/agents/{agent_id}``; ``GET /v1/convai/agents?page_size&cursor&search`` -> ``{agents,
@@ -39,60 +42,64 @@ import itertools
 import json
 import re
 import time
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .base import Answer, FakeRequest, FakeVendor
+from .base import Answer, FakeRequest, FakeVendor, Handler
 from .brain import check_rules, reply
+from .openapi import elevenlabs_document
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
 SCRIPTED_LINE = re.compile(r'^\s*\d+[.)]\s*"(?P<line>.*)"\s*$', re.MULTILINE)
 """A line the simulated user's prompt scripts: ``1. "I need a plumber."``."""
 GOODBYE = "Thanks, that's everything I needed. Goodbye."
 DEFAULT_MAX_SCORE = 10
+ACCESS_INFO = {"is_creator": True, "creator_name": "Fake Owner", "creator_email": "owner@example.invalid", "role": "admin"}
+"""Who the listed agents belong to, as the agent list reports it (every agent here is the caller's own)."""
 _TYPES = {401: "authentication_error", 403: "authorization_error", 404: "not_found", 400: "invalid_request",
           409: "conflict", 429: "rate_limit_error", 503: "service_unavailable"}
 _CODES = {401: "invalid_api_key", 403: "forbidden", 404: "not_found", 400: "invalid_request", 409: "conflict",
           503: "service_unavailable"}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class _Read(BaseModel):
+    """How the fake reads a body the document has accepted: the fields it acts on, with no constraint of its
+    own (what is allowed is the document's to say, checked before a handler runs)."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
 # ------------------------------------------------------------------------------------ agents
 
-class Tool(_Strict):
-    type: Literal["client", "webhook", "system"]
-    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    description: str
+class Tool(_Read):
+    type: str
+    name: str
+    description: str = ""
     parameters: dict[str, Any] | None = None
     expects_response: bool = False
-    response_timeout_secs: int = Field(default=20, ge=1, le=120)
-    api_schema: dict[str, Any] | None = None
 
 
-class Prompt(_Strict):
+class Prompt(_Read):
     prompt: str = ""
     llm: str | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
+    temperature: float | None = None
     tools: list[Tool] | None = None
     tool_ids: list[str] | None = None
 
 
-class DynamicVariables(_Strict):
-    dynamic_variable_placeholders: dict[str, str | int | float | bool] = Field(default_factory=dict)
+class DynamicVariables(_Read):
+    dynamic_variable_placeholders: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
 
 
-class AgentSettings(_Strict):
+class AgentSettings(_Read):
     first_message: str | None = None
     language: str | None = None
     prompt: Prompt | None = None
     dynamic_variables: DynamicVariables | None = None
 
 
-class ConversationConfig(_Strict):
+class ConversationConfig(_Read):
     agent: AgentSettings | None = None
     tts: dict[str, Any] | None = None
     asr: dict[str, Any] | None = None
@@ -100,7 +107,7 @@ class ConversationConfig(_Strict):
     conversation: dict[str, Any] | None = None
 
 
-class AgentBody(_Strict):
+class AgentBody(_Read):
     conversation_config: ConversationConfig | None = None
     name: str | None = None
     tags: list[str] | None = None
@@ -109,51 +116,52 @@ class AgentBody(_Strict):
 
 # ------------------------------------------------------------------------------------ simulations
 
-class UserPrompt(_Strict):
+class UserPrompt(_Read):
     prompt: str = ""
     llm: str | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
+    temperature: float | None = None
 
 
-class SimulatedUser(_Strict):
+class SimulatedUser(_Read):
     prompt: UserPrompt | None = None
     first_message: str | None = None
     language: str | None = None
 
 
-class ToolMock(_Strict):
+class ToolMock(_Read):
     default_return_value: str = "Tool Called."
     default_is_error: bool = False
 
 
-class HistoryTurn(_Strict):
-    role: Literal["user", "agent"]
+class HistoryTurn(_Read):
+    role: str
     message: str | None = None
-    time_in_call_secs: int = Field(ge=0)
+    time_in_call_secs: int
     tool_calls: list[dict[str, Any]] | None = None
     tool_results: list[dict[str, Any]] | None = None
 
 
-class SimulationSpecification(_Strict):
+class SimulationSpecification(_Read):
     simulated_user_config: SimulatedUser
     tool_mock_config: dict[str, ToolMock] | None = None
     partial_conversation_history: list[HistoryTurn] | None = None
-    dynamic_variables: dict[str, str | int | float | bool] | None = None
+    dynamic_variables: dict[str, str | int | float | bool | None] | None = None
 
 
-class Criterion(_Strict):
-    id: str = Field(min_length=1)
-    name: str = Field(min_length=1)
-    type: Literal["prompt"] = "prompt"
-    conversation_goal_prompt: str = Field(min_length=1)
-    scoring_mode: Literal["binary", "numeric_uniform"] | None = None
-    max_score: int | None = Field(default=None, ge=1)
+class Criterion(_Read):
+    id: str
+    name: str
+    type: str = "prompt"
+    conversation_goal_prompt: str
+    scoring_mode: str | None = None
+    """Not in the published document this fake follows (see ``specs/README.md``): read as the vendor notes say."""
+    max_score: int | None = None
 
 
-class SimulateBody(_Strict):
+class SimulateBody(_Read):
     simulation_specification: SimulationSpecification
     extra_evaluation_criteria: list[Criterion] | None = None
-    new_turns_limit: int = Field(default=10000, ge=1)
+    new_turns_limit: int = 10000
 
 
 def _merge(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
@@ -167,11 +175,26 @@ class FakeElevenLabs(FakeVendor):
     """ElevenLabs Agents on loopback: ``with FakeElevenLabs(key="k") as el: el.url``."""
 
     name = "elevenlabs"
+    document = elevenlabs_document()
 
     def __init__(self, *args: Any, **kwargs: Any):
         self._ids = itertools.count(1)
         self._order: dict[str, int] = {}
         super().__init__(*args, **kwargs)
+
+    def route(self, method: str, pattern: str, handler: Handler) -> None:
+        """Every route's request is checked against the document before its handler sees it."""
+        super().route(method, pattern, self._checked(method, pattern, handler))
+
+    def _checked(self, method: str, template: str, handler: Handler) -> Handler:
+        def checked(req: FakeRequest) -> Answer:
+            problems = [{"loc": ["query", name], "msg": msg, "type": "value_error"}
+                        for name, msg in self.document.query_errors(method, template, req.query)]
+            if req.body or self.document.request_schema(method, template) is not None:
+                problems += [{"loc": ["body", *loc], "msg": msg, "type": "value_error"}
+                             for loc, msg in self.document.request_errors(method, template, req.json())]
+            return (422, {"detail": problems}) if problems else handler(req)
+        return checked
 
     def setup_routes(self) -> None:
         base = "/v1/convai/agents"
@@ -260,7 +283,8 @@ class FakeElevenLabs(FakeVendor):
         page = matching[start : start + size]
         more = start + size < len(matching)
         summary = [{"agent_id": a["agent_id"], "name": a["name"], "tags": a["tags"],
-                    "created_at_unix_secs": a["metadata"]["created_at_unix_secs"]} for a in page]
+                    "created_at_unix_secs": a["metadata"]["created_at_unix_secs"], "access_info": ACCESS_INFO}
+                   for a in page]
         return 200, {"agents": summary, "next_cursor": str(start + size) if more else None, "has_more": more}
 
     # -- simulations -----------------------------------------------------------------------------
@@ -319,7 +343,8 @@ class FakeElevenLabs(FakeVendor):
         is_error = mock.default_is_error if mock else tool.is_error
         call = {"request_id": request_id, "tool_name": tool.name, "params_as_json": json.dumps(tool.arguments),
                 "tool_has_been_called": True}
-        result = {"request_id": request_id, "tool_name": tool.name, "result_value": value, "is_error": is_error}
+        result = {"request_id": request_id, "tool_name": tool.name, "result_value": value, "is_error": is_error,
+                  "tool_has_been_called": True, "type": "client"}
         return convo.add("agent", None, tool_calls=[call]) and convo.add("agent", None, tool_results=[result])
 
 

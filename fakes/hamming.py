@@ -12,10 +12,12 @@ test-run API; see the Hamming section of the vendor notes):
 - ``GET /test-runs/{id}/results`` -> ``{summary, results}`` with each test case run's status,
   assertion results, metrics, a plain-string transcript and its duration (seconds).
 
-Fake-only conveniences, so tests and the demo need no real Hamming account: ``GET /assertions`` lists
-the assertion catalogue (``{assertions:[{id, name, description}]}``) and ``POST /assertions``
-``{name, description?}`` adds one; the constructor seeds an agent, a template test case and any
-assertions given. Inventory kinds: ``agents``, ``test_cases``, ``assertions``, ``test_runs``.
+Nothing else is served: Hamming documents no other call, so an adapter may use no other. The
+assertions, the agent and the template test case a real account holds (made in Hamming's dashboard)
+are given to the constructor instead (``assertions``: id -> name); a start request selecting an id the
+account lacks is refused. The answers follow our reading of the API (:mod:`.hamming_reading`), which
+the fake's tests check them against and ``faults.wild`` strays from (:mod:`.wild`). Inventory kinds:
+``agents``, ``test_cases``, ``assertions``, ``test_runs``.
 
 Steering (:class:`~.base.Faults`): ``never_finish``; ``finish_after`` (seconds, fixed);
 ``rename_assertions`` (id -> the name results report); and ``scripts``:
@@ -37,19 +39,22 @@ import uuid
 from typing import Any
 
 from .base import Answer, FakeRequest, FakeVendor
+from .hamming_reading import READING, hamming_reading
 
 TERMINAL = ("COMPLETED", "FINISHED", "FAILED", "CANCELED", "SCORING_FAILED")
-_START_KEYS = {"agentId", "phoneNumbers", "testConfigurations", "samplingCount", "selectedAssertionIds"}
-_CONFIG_KEYS = {"testCaseId", "tagId", "overrides", "scenarioFacts", "persona"}
-_PERSONA_KEYS = {"name", "voice", "prompt"}
+_SHAPES = READING["components"]["schemas"]
+_START_KEYS = set(_SHAPES["StartRequest"]["properties"])
+_CONFIG_KEYS = set(_SHAPES["TestConfiguration"]["properties"])
+_PERSONA_KEYS = set(_SHAPES["TestConfiguration"]["properties"]["persona"]["properties"])
 DEFAULT_ASSERTIONS = {"as-greeting": "Greets the caller", "as-resolution": "Resolves the caller's request"}
-"""The catalogue a fake starts with unless given one."""
+"""The assertions the fake's account holds unless given others (id -> name)."""
 
 
 class FakeHamming(FakeVendor):
-    """Hamming on loopback. ``assertions`` seeds the catalogue (id -> name; default :data:`DEFAULT_ASSERTIONS`)."""
+    """Hamming on loopback. ``assertions`` are the account's assertions (id -> name; default :data:`DEFAULT_ASSERTIONS`)."""
 
     name = "hamming"
+    document = hamming_reading()
 
     def __init__(
         self,
@@ -87,8 +92,6 @@ class FakeHamming(FakeVendor):
         self.route("POST", "/test-runs/test-inbound-agent", self.start_run)
         self.route("GET", "/test-runs/{id}/status", self.run_status)
         self.route("GET", "/test-runs/{id}/results", self.run_results)
-        self.route("GET", "/assertions", self.list_assertions)
-        self.route("POST", "/assertions", self.add_assertion)
 
     def _answer(self, req: FakeRequest) -> tuple[int, Any, dict[str, str]]:
         with self._count:
@@ -99,21 +102,6 @@ class FakeHamming(FakeVendor):
         finally:
             with self._count:
                 self.in_flight -= 1
-
-    # -- the assertion catalogue (fake-only) -----------------------------------------------------------
-    def list_assertions(self, req: FakeRequest) -> Answer:
-        with self.lock:
-            return 200, {"assertions": sorted(self.objects("assertions").values(), key=lambda a: a["id"])}
-
-    def add_assertion(self, req: FakeRequest) -> Answer:
-        body = req.json()
-        if not isinstance(body, dict) or not isinstance(body.get("name"), str) or not body["name"].strip():
-            return 400, self.error_body(400, "name is required (a non-empty string)")
-        aid = f"as_{uuid.uuid4().hex[:10]}"
-        item = {"id": aid, "name": body["name"], "description": str(body.get("description") or "")}
-        with self.lock:
-            self.objects("assertions")[aid] = item
-        return 201, item
 
     # -- starting a run --------------------------------------------------------------------------------
     def start_run(self, req: FakeRequest) -> Answer:

@@ -1,8 +1,9 @@
 """A fake VAPI: assistants, text chats and evals, shaped after VAPI's published API.
 
-Every request body is validated against VAPI's own OpenAPI document (:mod:`.openapi`); a body the
-document refuses gets 400 with the validation messages, as VAPI's ``{message: [...], error,
-statusCode}``. Auth is ``Authorization: Bearer <key>``. The agent behind every assistant is the shared
+Every request body and query string is validated against VAPI's own OpenAPI document (:mod:`.openapi`);
+a request the document refuses gets 400 with the validation messages, as VAPI's ``{message: [...], error,
+statusCode}``. Answers are in the document's shapes (the fake's tests check them against its response
+schemas); ``faults.wild`` makes them stray (:mod:`.wild`). Auth is ``Authorization: Bearer <key>``. The agent behind every assistant is the shared
 deterministic brain (:mod:`.brain`), steered by ``faults.scripts``:
 
 - ``"replies"``: the brain's reply rules (regex over the caller's input -> reply, optional tool call);
@@ -30,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from .base import Answer, FakeRequest, FakeVendor
+from .base import Answer, FakeRequest, FakeVendor, Handler
 from .brain import Reply, ToolUse, check_rules, reply
 from .openapi import vapi_document
 
@@ -50,10 +51,18 @@ class FakeVapi(FakeVendor):
     """VAPI on loopback: ``with FakeVapi(key="k") as vapi: vapi.url``."""
 
     name = "vapi"
+    document = vapi_document()
 
     def __init__(self, *args: Any, **kwargs: Any):
         self._ids = itertools.count(1)
         super().__init__(*args, **kwargs)
+
+    def route(self, method: str, pattern: str, handler: Handler) -> None:
+        """Every route's query string is checked against the document before its handler sees it."""
+        def checked(req: FakeRequest) -> Answer:
+            problems = self.document.query_problems(method, pattern, req.query)
+            return (400, self.error_body(400, problems)) if problems else handler(req)  # type: ignore[arg-type]
+        super().route(method, pattern, checked)
 
     def setup_routes(self) -> None:
         self.route("POST", "/assistant", self.create_assistant)
@@ -61,8 +70,10 @@ class FakeVapi(FakeVendor):
         self.route("GET", "/assistant/{id}", lambda r: self._get("assistant", r.params["id"]))
         self.route("DELETE", "/assistant/{id}", lambda r: self._delete("assistant", r.params["id"]))
         self.route("POST", "/chat", self.chat)
+        self.route("GET", "/chat", self.list_chats)
         self.route("POST", "/eval", self.create_eval)
         self.route("GET", "/eval", self.list_evals)
+        self.route("GET", "/eval/run", self.list_eval_runs)  # before /eval/{id}, which would match it
         self.route("GET", "/eval/{id}", lambda r: self._get("eval", r.params["id"]))
         self.route("DELETE", "/eval/{id}", lambda r: self._delete("eval", r.params["id"]))
         self.route("POST", "/eval/run", self.create_eval_run)
@@ -141,13 +152,20 @@ class FakeVapi(FakeVendor):
         chat = {
             "id": chat_id, "orgId": ORG_ID, "assistantId": assistant["id"],
             "messages": [*context, {"role": "user", "content": body["input"]}], "output": output,
-            "cost": CHAT_COST, "costs": [{"type": "model", "cost": CHAT_COST}], "createdAt": now, "updatedAt": now,
+            "cost": CHAT_COST, "costs": [{"type": "chat", "cost": CHAT_COST}], "createdAt": now, "updatedAt": now,
         }
-        if body.get("previousChatId"):
-            chat["previousChatId"] = body["previousChatId"]
+        for key in ("previousChatId", "name"):
+            if body.get(key):
+                chat[key] = body[key]
         with self.lock:
             self.objects("chat")[chat_id] = chat
         return 200, chat
+
+    def list_chats(self, req: FakeRequest) -> Answer:
+        """``GET /chat``, filtered by ``assistantId`` and ``previousChatId`` as VAPI documents, newest first."""
+        wanted = {k: req.query[k][0] for k in ("assistantId", "previousChatId") if k in req.query}
+        items = [c for c in self._listed("chat", req) if all(c.get(k) == v for k, v in wanted.items())]
+        return 200, {"results": items, "metadata": {"itemsPerPage": len(items), "totalItems": len(items), "currentPage": 1}}
 
     # -- evals -----------------------------------------------------------------------------------------
     def create_eval(self, req: FakeRequest) -> Answer:
@@ -180,6 +198,12 @@ class FakeVapi(FakeVendor):
         with self.lock:
             self.objects("eval_run")[run["id"]] = run
         return 201, _public(run)
+
+    def list_eval_runs(self, req: FakeRequest) -> Answer:
+        """``GET /eval/run``: the eval runs, newest first (VAPI documents no filter by eval here)."""
+        with self.lock:
+            items = [_public(r) for r in self._listed("eval_run", req)]
+        return 200, {"results": items, "metadata": {"itemsPerPage": len(items), "totalItems": len(items), "currentPage": 1}}
 
     def get_eval_run(self, req: FakeRequest) -> Answer:
         with self.lock:

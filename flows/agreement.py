@@ -18,6 +18,11 @@ Each item is rendered as the judge sees a case run (:mod:`assay.transforms.judge
 with the same prompt through the judge cache (:func:`.judge_calls.ask_cached`; the cache's assertion
 id is a hash of the rubric text), and the agreement rate and Cohen's kappa
 (:mod:`assay.transforms.agreement`) are stored in the catalog's ``judge_agreements``.
+
+Of the undetermined items, ``unparsed`` counts those whose answer came back but could not be read as a
+verdict (:attr:`assay.adapters.judges.Judgement.unparsed`: no single JSON object, no readable verdict,
+a refusal, empty or cut-off content), apart from the endpoint's failures: many of them say the judge
+model and our prompt do not get on, not that the server is down.
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ def measure(ws: Workspace, path: Path) -> dict[str, Any]:
     )
     judgements, spent = ask_cached(ws, judge, todo)
     expected = [item.expected == "pass" for item in items]
+    unparsed = sum(j.unparsed for j in judgements)
     figures = agreement(pl.DataFrame({"expected": expected, "met": [j.met for j in judgements]},
                                      schema={"expected": pl.Boolean, "met": pl.Boolean}))
     verdicts = [{"id": item.id, "expected": item.expected,
@@ -103,11 +109,11 @@ def measure(ws: Workspace, path: Path) -> dict[str, Any]:
     agreement_id = record_agreement(
         ws.engine, judge_model=judge, prompt_version=PROMPT_VERSION, labels=str(path), labels_sha256=sha,
         items=figures.items, undetermined=figures.undetermined, agreement=figures.agreement, kappa=figures.kappa,
-        details={"figures": figures.to_dict(), "items": verdicts},
+        details={"figures": {**figures.to_dict(), "unparsed": unparsed}, "items": verdicts},
     )
     return {
         "agreement_id": agreement_id, "judge_model": judge, "prompt_version": PROMPT_VERSION, "labels": str(path),
-        "labels_sha256": sha, **figures.to_dict(), **spent,
+        "labels_sha256": sha, **figures.to_dict(), "unparsed": unparsed, **spent,
         "disagreements": [v for v in verdicts if v["verdict"] is not None and v["verdict"] != v["expected"]],
         "undetermined_items": [v for v in verdicts if v["verdict"] is None],
     }
@@ -122,7 +128,8 @@ def describe(result: dict[str, Any]) -> list[str]:
     lines = [
         f"judge {result['judge_model']} (prompt v{result['prompt_version']}) on {result['items']} labelled item(s) "
         f"from {result['labels']}: agreement {figure(result['agreement'])}, Cohen's kappa {figure(result['kappa'])} "
-        f"over {decided} decided item(s); {result['undetermined']} undetermined (counted in neither)",
+        f"over {decided} decided item(s); {result['undetermined']} undetermined (counted in neither), "
+        f"{result['unparsed']} of them an answer that could not be read as a verdict",
         f"judge calls {result['judge_calls']} (requests sent, retries included), "
         f"{result['judge_cached']} item(s) from the judge cache; stored as {result['agreement_id']}",
     ]

@@ -20,8 +20,11 @@ def register(app: typer.Typer) -> None:
 @calls_app.command("import")
 def calls_import(
     vendor: Annotated[str, typer.Argument(metavar="VENDOR", help="vapi, elevenlabs or hamming.")],
-    file: Annotated[str, typer.Argument(metavar="FILE", help="The export: VAPI's GET /call list, ElevenLabs "
-                                        "conversations (a JSON list or JSON Lines), a Hamming test run's results.")],
+    file: Annotated[str, typer.Argument(metavar="FILE", help="The export: one object, a JSON list or JSON Lines of "
+                                        "them. VAPI: calls (GET /call, GET /call/{id}) or end-of-call-report webhook "
+                                        "bodies; ElevenLabs: conversations (GET /v1/convai/conversations/{id}) or "
+                                        "post_call_transcription webhook bodies; Hamming: a test run's results (GET "
+                                        "/test-runs/{id}/results) or single results.")],
     suite: Annotated[str, typer.Option(metavar="TEAM/SUITE", help="The suite whose cases the calls are matched to.")],
     out: Annotated[str, typer.Option(metavar="CALL_SET", help="The call set to add the matched calls to (JSON Lines; "
                                      "created if missing); drafts go beside it, CALL_SET's name + .drafts.yaml.")],
@@ -35,7 +38,8 @@ def calls_import(
     as_json: Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")] = False,
 ) -> None:
     """Import a vendor's call export into a call set: each call matched to a case of the suite; a failing call
-    that matches none drafted as a regression case (with --template). All or nothing; again: nothing new."""
+    that matches none drafted as a regression case (with --template). Costs keep the vendor's own unit
+    (ElevenLabs credits are never dollars). All or nothing; again: nothing new."""
     from .calls_import import import_calls
 
     from . import cli

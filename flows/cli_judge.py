@@ -52,7 +52,8 @@ def judge_agreement(
 ) -> None:
     """Judge a labelled set with the configured judge (through its cache); print and keep agreement and Cohen's kappa.
 
-    Undetermined items (no verdict from the judge) count in neither figure and are reported next to them.
+    Undetermined items (no verdict from the judge) count in neither figure and are reported next to them,
+    with how many of them were answers that could not be read as a verdict (rather than the endpoint failing).
     """
     from assay.core.documents import document
 

@@ -11,8 +11,8 @@ most that many vendor requests are in flight):
 - a run past its deadline is resolved ``timed_out``, then polled one last time: results the vendor
   has by then are late, and are reported anyway so that the ledger drops them loudly (kept in
   ``rejected_reports``, logged, counted here);
-- any other run is claimed, polled, and while this worker holds it a :class:`LeaseKeeper` renews its
-  lease; unfinished, it is handed back; finished, its reports are stored and it is released;
+- any other run is claimed, polled, and while this worker holds it a
+  :class:`~assay.core.leases.LeaseKeeper` renews its lease; unfinished, it is handed back; finished, its reports are stored and it is released;
 - a transient vendor failure hands the run back for the next pass, and so does a failure that is ours
   to fix (a missing setting); a vendor's permanent refusal (an unknown run, a malformed answer)
   releases it with that error, final;
@@ -30,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from assay.core.errors import AssayError, LeaseError, RunFinalisedError, VendorError
+from assay.core.errors import AssayError, DeadlineError, LeaseError, RunFinalisedError, VendorError
+from assay.core.leases import LeaseKeeper
 from assay.core.plugins import runner_class
 from assay.core.runner import DriveResult, Lease, Runner, RunJob
 from assay.storage.catalog.runs import RunRow, job_for_run, outstanding_runs, record_vendor_mappings
@@ -63,54 +64,6 @@ def submit_run(ws: Workspace, job: RunJob, runner: Runner, *, owner: str) -> Dri
         record_vendor_mappings(ws.engine, job.run_id, runner.name, mappings)
     ledger.submitted(lease, ref, provider=runner.name)
     return result
-
-
-class LeaseKeeper:
-    """Renews, from one background thread, the lease of every run a collect worker holds, every
-    ``ttl / 4`` seconds: a poll that waits out a rate limit or a slow vendor never loses its run."""
-
-    def __init__(self, ledger: Any, ttl: float):
-        self.ledger, self.ttl = ledger, ttl
-        self.renewals = 0
-        self._held: dict[str, Lease] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="assay-lease-keeper", daemon=True)
-
-    def __enter__(self) -> "LeaseKeeper":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def hold(self, lease: Lease) -> None:
-        with self._lock:
-            self._held[lease.run_id] = lease
-
-    def drop(self, run_id: str) -> None:
-        with self._lock:
-            self._held.pop(run_id, None)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.ttl / 4):
-            with self._lock:
-                held = list(self._held.values())
-            for lease in held:
-                try:
-                    renewed = self.ledger.renew(lease, self.ttl)
-                except LeaseError as exc:  # the worker finds out when it next uses the lease
-                    with self._lock:
-                        lost = self._held.get(lease.run_id) is not None
-                        self._held.pop(lease.run_id, None)
-                    if lost:  # not merely handed back or released between the snapshot and the renewal
-                        log.warning("run %s: could not renew the lease while collecting: %s", lease.run_id, exc)
-                    continue
-                with self._lock:
-                    if lease.run_id in self._held:
-                        self._held[lease.run_id] = renewed
-                        self.renewals += 1
 
 
 @dataclass
@@ -212,6 +165,10 @@ def _collect_one(ws: Workspace, runner: Runner, run: RunRow, owner: str, keeper:
         log.error("run %s: collecting from %s failed for good: %s", run.run_id, runner.name, exc)
         _release_with_error(ledger, lease, str(exc))
         return "failed", str(exc)
+    except DeadlineError as exc:  # the run's deadline is upon it: the next pass times it out and takes a last look
+        keeper.drop(run.run_id)
+        _give_back(ledger, lease, str(exc))
+        return "retry", str(exc)
     except AssayError as exc:  # ours to fix (a setting, a reference this build cannot read): the vendor goes on
         keeper.drop(run.run_id)
         log.error("run %s: cannot collect from %s: %s", run.run_id, runner.name, exc)

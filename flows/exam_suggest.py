@@ -3,7 +3,8 @@
 Every suggestion is a draft: a person accepts or deletes it (``assay review``) before the exam runs.
 
 - outcome: each test command that turned green (failed, then passed, and passed last) must pass; up to
-  three commands that passed throughout must still pass; each file written must change;
+  three commands that passed throughout must still pass; each file written must change, cited by the calls
+  whose write tools wrote it (never by a call that only mentions it);
 - trajectory: the changed files stay within those written (a folder with more than three becomes a glob);
   the tools that wrote files or ran tests are used; caps on turns, cost and wall time; bands on cost and
   turns, calibrated later from the exam's own baseline replays;
@@ -14,22 +15,19 @@ Every suggestion is a draft: a person accepts or deletes it (``assay review``) b
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from assay.core.exam import ExamAssertion, ExamCaps, slug_like
-from assay.core.session import CommandRun, Session, SessionToolCall, strings_of
+from assay.core.session import CommandRun, Session, SessionToolCall, is_test_command
 
 from .exam_instruction import one_line
 from .exam_workspace import repo_relative
 
 __all__ = ["TestHistory", "assistant_turns", "caps_for", "suggest_assertions", "test_history", "verify_script"]
 
-_CONTENT_KEYS = {"content", "new_string", "old_string", "new_str", "old_str", "edits", "patch", "diff", "file_text",
-                 "insert_text", "text", "replacement", "new_source"}  # fmt: skip
 _PASSING_SAMPLE = 3
 _GLOB_OVER = 3
 
@@ -53,12 +51,17 @@ def caps_for(session: Session) -> ExamCaps:
 
 
 class TestHistory:
-    """Each test command the session ran (its working directory folded in), with its runs in order."""
+    """Each test command the session ran (its working directory folded in), with its runs in order.
+
+    A run counts only when it is a test run by the command's own words (:func:`is_test_command`: a test runner
+    is the program it runs, not a word in a patch or an argument), its exit status is known, and its call wrote
+    no file (a patch applied through the shell is a write, never a test run)."""
 
     def __init__(self, session: Session, root: Path):
         self.runs: dict[str, list[CommandRun]] = {}
+        writers = {c.call_id for c in session.tool_calls if c.writes}
         for run in session.test_runs:
-            if run.exit_code is not None:
+            if run.exit_code is not None and run.call_id not in writers and is_test_command(run.command):
                 self.runs.setdefault(_command(run, root, session.cwd), []).append(run)
 
     def turned_green(self) -> list[tuple[str, CommandRun, CommandRun]]:
@@ -104,27 +107,11 @@ def verify_script(history: TestHistory) -> str | None:
             f"set -u\n{command}\n")  # fmt: skip
 
 
-def _keys(value: Any) -> set[str]:
-    if isinstance(value, dict):
-        return set(value) | {k for v in value.values() for k in _keys(v)}
-    if isinstance(value, (list, tuple)):
-        return {k for v in value for k in _keys(v)}
-    return set()
-
-
-def _wrote(call: SessionToolCall, forms: dict[str, str]) -> str | None:
-    """The repository path a call wrote: it names a written path and carries content, or names it inside a
-    multi-line text (a patch). None when it wrote none of them."""
-    strings = strings_of(call.input)
-    carries_content = bool(_keys(call.input) & _CONTENT_KEYS)
-    texts = [s for s in strings if "\n" in s]
-    for form, path in forms.items():
-        if carries_content and form in strings:
-            return path
-        named = re.compile(rf"(?<![\w./-])(?:[ab]/)?{re.escape(form)}(?![\w/-]|\.\w)")  # a diff says a/path
-        if any(named.search(text) for text in texts):
-            return path
-    return None
+def _wrote(call: SessionToolCall, root: Path, cwd: str | None) -> list[str]:
+    """The repository paths a call wrote: only those its write tool's own arguments name (the call's
+    :attr:`~assay.core.session.SessionToolCall.writes`). A call that merely mentions a path — a command that
+    prints it, a search, a message — wrote nothing."""
+    return list(dict.fromkeys(p for path in call.writes if (p := repo_relative(path, root, cwd))))
 
 
 class _Keys:
@@ -170,9 +157,7 @@ def suggest_assertions(session: Session, root: Path, written: list[str], caps: E
     for command, runs in history.passed_throughout()[:_PASSING_SAMPLE]:
         add(("passes", command), "outcome", "command_passes", {"command": command},
             [f"call {r.call_id}: `{command}` exited 0" for r in runs], "passed throughout the session")
-    forms = {f: p for f in session.files_written if (p := repo_relative(f, root, session.cwd))}
-    forms.update({p: p for p in written})
-    writers = [(c, p) for c in session.tool_calls if (p := _wrote(c, forms))]
+    writers = [(c, p) for c in session.tool_calls for p in _wrote(c, root, session.cwd)]
     for path in written:
         cited = [f"call {c.call_id} ({c.name}, turn {c.turn}) wrote {p}" for c, p in writers if p == path]
         add(("changed", path), "outcome", "file_changed", {"path": path}, cited or [f"the session wrote {path}"])

@@ -18,8 +18,9 @@ import platform
 import re
 import shutil
 import subprocess
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
+from assay.adapters.capture.base import is_windows_path
 from assay.core.files import inside
 from assay.core.ids import canonical_json
 from assay.core.session import Session
@@ -57,10 +58,13 @@ def repo_relative(path: str, root: Path, cwd: str | None) -> str | None:
     """``path`` as the agent named it, relative to the repository ``root``; None when it lies outside.
 
     An absolute path is read against the repository as it is here and as the session saw it (``cwd``);
-    a relative one against the session's working directory."""
-    pure = PurePosixPath(path)
-    bases = [PurePosixPath(str(root.resolve())), PurePosixPath(str(root))]
-    session_root = PurePosixPath(cwd) if cwd else None
+    a relative one against the session's working directory. A session recorded on Windows (``C:\\...``) has
+    its paths read the Windows way: either separator, the drive and the case not telling paths apart."""
+    windows = is_windows_path(path) or bool(cwd and is_windows_path(cwd))
+    flavour: type[PurePath] = PureWindowsPath if windows else PurePosixPath
+    pure = flavour(path)
+    bases: list[PurePath] = [PurePosixPath(str(root.resolve())), PurePosixPath(str(root))]
+    session_root = flavour(cwd) if cwd else None
     if not pure.is_absolute():
         pure = (session_root or bases[0]) / pure
     if session_root is not None:
@@ -68,7 +72,7 @@ def repo_relative(path: str, root: Path, cwd: str | None) -> str | None:
     for base in bases:
         try:
             relative = pure.relative_to(base)
-        except ValueError:
+        except (ValueError, TypeError):
             continue
         return inside(relative.as_posix())
     return None

@@ -256,6 +256,7 @@ class _Planner:
             "transcript": x["_turns"], "tool_calls": [], "artefact": None,
             "provider_ref": x.get(line.call_id) if line.call_id else None,
             "provider_payload": json.dumps(payload, sort_keys=True), "cost_usd": None,
+            "vendor_cost": None, "vendor_cost_unit": None,
             "duration_ms": None if duration is None else duration * 1000.0,
             "started_at": x.get("started_at") or x.get("created_at"), "runner": self.runner,
             "request_id": self._request_id(run), "case_snapshot": json.dumps(snaps[case.case_id], sort_keys=True),

@@ -25,11 +25,12 @@ OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 # Options of other programs that a string mentions on purpose: `assay worker` starts
 # `prefect worker start --pool P --type process`.
 FOREIGN_OPTIONS: set[str] = {"type"}
-# Modules that speak another program's command line: the coding-agent harness's run adapter and its fake take
-# that harness's flags; an exam's workspace is pinned, and its replays' worktrees made, with git's; an export
-# reads git's diffs and writes a Dockerfile (apt-get, git apply).
+# Modules that speak another program's command line: the coding-agent harnesses' run adapters and their fakes
+# take those harnesses' flags (the scripted model server has a command line of its own); an exam's workspace
+# is pinned, and its replays' worktrees made, with git's; an export reads git's diffs and writes a Dockerfile
+# (apt-get, git apply).
 FOREIGN_MODULES = ("fakes/harness", "flows/exam_workspace", "flows/exam_distil", "flows/exam_stale", "adapters/runners/worktree",
-                   "adapters/runners/claude_code", "flows/exam_export", "flows/exam_harbor")
+                   "adapters/runners/claude_code", "adapters/runners/codex", "fakes/model_", "flows/exam_export", "flows/exam_harbor")
 
 
 def _text(node: ast.AST) -> str | None:

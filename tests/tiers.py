@@ -39,6 +39,8 @@ E2E_FIXTURES: dict[str, str] = {
     "s3_lake": "a lake on moto's S3 server",
     "chromium": "headless Chromium",
     "exam_replays": "administers an exam: many replays of a harness, each a process in a git worktree",
+    "claude_cli": "runs the real Claude Code CLI (Node) against the scripted model",
+    "codex_cli": "runs the real Codex CLI against the scripted model",
 }
 """Fixture name -> why a test that uses it (directly or through another fixture) is end-to-end."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,10 @@ class Tool:
 
 
 POSTGRES_ENV = "ASSAY_TEST_POSTGRES_URL"
+HARNESSES_BIN = Path(__file__).resolve().parents[1] / ".harnesses" / "node_modules" / ".bin"
+"""Where ``make harnesses`` installs the pinned coding-agent CLIs (looked at before PATH)."""
+NODE_TOOLS = ("claude", "codex")
+"""Tools that are Node programs: they run only with ``node`` on PATH."""
 
 TOOLS: dict[str, Tool] = {
     tool.name: tool for tool in (
@@ -48,6 +53,10 @@ TOOLS: dict[str, Tool] = {
              f"apt-get install -y postgresql, start it, and set {POSTGRES_ENV}="
              "postgresql+psycopg://USER:PASSWORD@127.0.0.1:5432/DB (each test gets its own schema)"),
         Tool("chromium", "the HTML report's rendering in a real browser", "apt-get install -y chromium"),
+        Tool("claude", "the real Claude Code CLI's tests (offline, against the scripted model)",
+             "make harnesses (npm installs the pinned CLIs into .harnesses/; needs node)"),
+        Tool("codex", "the real Codex CLI's tests (offline, against the scripted model)",
+             "make harnesses (npm installs the pinned CLIs into .harnesses/; needs node)"),
     )
 }
 
@@ -60,6 +69,13 @@ def need(name: str) -> str:
         if not url:
             tool.missing(f"{POSTGRES_ENV} is not set")
         return url
+    if name in NODE_TOOLS:
+        if not shutil.which("node"):
+            tool.missing("`node` is not on PATH")
+        found = shutil.which(name, path=os.pathsep.join([str(HARNESSES_BIN), os.environ.get("PATH", "")]))
+        if not found:
+            tool.missing(f"`{name}` is neither in {HARNESSES_BIN.relative_to(HARNESSES_BIN.parents[2])} nor on PATH")
+        return found
     found = shutil.which(name)
     if not found:
         tool.missing(f"`{name}` is not on PATH")
@@ -70,3 +86,15 @@ def need(name: str) -> str:
 def chromium() -> str:
     """The headless browser's executable (the tier plug-in counts a test that uses it as end-to-end)."""
     return need("chromium")
+
+
+@pytest.fixture(scope="session")
+def claude_cli() -> str:
+    """The real Claude Code CLI's executable (the tier plug-in counts a test that uses it as end-to-end)."""
+    return need("claude")
+
+
+@pytest.fixture(scope="session")
+def codex_cli() -> str:
+    """The real Codex CLI's executable (the tier plug-in counts a test that uses it as end-to-end)."""
+    return need("codex")

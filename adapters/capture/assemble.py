@@ -2,12 +2,15 @@
 
 :class:`SessionDraft` collects turns, calls and results as an adapter meets them (in any order), then
 pairs calls with results by id and builds the frozen :class:`~assay.core.session.Session`: unmatched
-calls and orphan results listed, models counted, record types it did not know tallied.
+calls and orphan results listed, models counted, record types it did not know tallied. :func:`with_writes`
+marks each successful call of a write tool with the path its own argument names, and :func:`files_written`
+reads the session's written files off those marks only.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -143,3 +146,22 @@ class SessionDraft:
 def first_seen(values: list[str]) -> tuple[str, ...]:
     """Values without repeats, in order of first appearance."""
     return tuple(dict.fromkeys(v for v in values if v))
+
+
+def with_writes(calls: Iterable[SessionToolCall], write_fields: Mapping[str, str]) -> tuple[SessionToolCall, ...]:
+    """The calls, each successful call of a write tool marked with the path its own argument names.
+
+    ``write_fields`` maps a write tool's name to the input field naming its file. Nothing else marks a write:
+    a call that only mentions a path (in a command, a search, a message) wrote nothing."""
+    marked = []
+    for call in calls:
+        path = call.input.get(write_fields[call.name]) if call.name in write_fields else None
+        if call.status == "ok" and isinstance(path, str) and path:
+            call = call.model_copy(update={"writes": (path,)})
+        marked.append(call)
+    return tuple(marked)
+
+
+def files_written(calls: Iterable[SessionToolCall]) -> tuple[str, ...]:
+    """The paths the calls wrote, in order of first write."""
+    return first_seen([path for call in calls for path in call.writes])

@@ -10,13 +10,16 @@ the same lines.
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, ClassVar
 
 from assay.core.session import Session, SessionRef
+
+_WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\[^\\])")
 
 FIRST_PROMPT_CHARS = 120
 """A session's first prompt is cut to this many characters (one line) in a :class:`SessionRef`."""
@@ -100,8 +103,15 @@ def one_line(text: str | None) -> str | None:
 
 
 def within(cwd: str | None, repo: Path) -> bool:
-    """Whether a session's starting directory is ``repo`` or inside it (compared as absolute paths)."""
+    """Whether a session's starting directory is ``repo`` or inside it (compared as absolute paths; a Windows
+    path, ``C:\\...`` or ``\\\\server\\share``, as Windows compares it, whatever the machine reading it)."""
     if not cwd:
         return False
-    start, root = Path(cwd), Path(repo)
+    flavour = PureWindowsPath if is_windows_path(cwd) else PurePosixPath
+    start, root = flavour(cwd), flavour(str(repo))
     return start == root or root in start.parents
+
+
+def is_windows_path(path: str) -> bool:
+    """Whether a path is written the Windows way: a drive letter (``C:\\`` or ``C:/``) or a UNC share."""
+    return bool(_WINDOWS_PATH.match(path))

@@ -3,18 +3,30 @@
 A session is ``<projects>/<encoded cwd>/<sessionId>.jsonl``, where ``<projects>`` is each of
 ``$CLAUDE_CONFIG_DIR/projects`` (the variable may list several directories, comma-separated),
 ``~/.claude/projects`` and ``~/.config/claude/projects``, and the encoded cwd is the starting directory
-with ``/`` and ``.`` turned into ``-`` (an encoding that loses information, so a match is confirmed by the
-``cwd`` the file itself records).
+with every character but letters, digits and ``-`` turned into ``-`` (``C:\\Users\\dev\\app`` becomes
+``C--Users-dev-app``; older versions replaced only ``/`` and ``.``). The encoding loses information, so a
+match is confirmed by the ``cwd`` the file itself records.
 
 Subagents are read in every layout: the current one (``<sessionId>/subagents/agent-<id>.jsonl`` beside an
 ``agent-<id>.meta.json`` naming the starting call's ``toolUseId``), the older one (``agent-<id>.jsonl``
 beside the session file, claimed by its ``sessionId``) and sidechain lines inside the main file. A subagent
-whose meta file does not name its call is traced through the ``Task`` result that names its ``agentId``;
-one traced by neither is listed in ``capture.untraced_subagents``.
+whose meta file does not name its call is traced through the ``Task`` result that names its ``agentId``, else
+through the ``agent_progress`` records the main file holds while it works (which also trace a subagent whose
+call was rejected); one traced by none is listed in ``capture.untraced_subagents``. A subagent's file given
+alone reads as that subagent's work, its version and cwd from its own lines.
+
+The harness's own forks of the conversation — a side question (``agent-aside_question-*``, ``/btw``), a
+compaction (``agent-acompact-*``), speculation, session memory and the like — replay the main conversation
+for the harness's ends: they are not subagents and not read; their ids are listed in ``capture.side_forks``.
 
 Turns are in reading order: the main file (its inline sidechain lines where they stand), then each
-subagent file. ``files_read``, ``files_written`` and ``commands`` include subagents' calls (they work in
-the same tree) and count a read or a write only when its call succeeded.
+subagent file. Text the harness inserts on the person's side (slash commands and their output, IDE context,
+reminders, interruptions, caveats, compact summaries) is a ``system`` turn, never the person's ask; a prompt
+the person typed while the agent worked, which the harness keeps only as a ``queued_command`` attachment, is
+their turn where it was absorbed.
+``files_read``, ``files_written`` and ``commands`` include subagents' calls (they work in the same tree) and
+count a read or a write only when its call succeeded; a write is a write tool's own ``file_path`` or
+``notebook_path`` (each call's ``writes``), never a path a call merely mentions.
 """
 
 from __future__ import annotations
@@ -27,9 +39,10 @@ from typing import Any, ClassVar
 
 from assay.core.session import Capture, CommandRun, Session, SessionRef, Subagent, is_test_command
 
-from .assemble import first_seen
-from .base import CaptureAdapter, first_records, json_lines, one_line, parse_time, within
-from .claude_code_lines import KNOWN_TYPES, TranscriptReader
+from .assemble import files_written, first_seen, with_writes
+from .base import CaptureAdapter, first_records, is_windows_path, json_lines, one_line, parse_time, within
+from .claude_code_inserted import is_meta, split_inserted
+from .claude_code_lines import KNOWN_TYPES, TranscriptReader, blocks, is_side_fork
 
 SHELL_TOOL = "Bash"
 READ_TOOLS = {"Read": "file_path"}
@@ -37,6 +50,8 @@ WRITE_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_pat
 """Tool name -> the input field naming the file."""
 
 _AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
+PROJECT_NAME_LIMIT = 200
+"""Claude Code cuts a longer project directory name to this many characters and adds a hash of the cwd."""
 
 
 class ClaudeCodeAdapter(CaptureAdapter):
@@ -54,18 +69,26 @@ class ClaudeCodeAdapter(CaptureAdapter):
         "its status was read as no error (returnCodeInterpretation): then the number it names, else None",
         "model: the main session's most used; models: every model in order of first use, subagents' included",
         "cost: not in transcripts (None)",
+        "text the harness inserts (slash commands, IDE context, reminders, interruptions, compact summaries) is a "
+        "system turn, never the person's ask; ANSI escapes removed; a prompt typed mid-turn (a queued_command "
+        "attachment) is the person's turn",
+        "side-question and compaction forks are not subagents: listed in capture.side_forks, their lines unread",
+        "files_written and each call's writes: only Edit, MultiEdit, Write and NotebookEdit paths of calls that "
+        "succeeded",
+        "a subagent file read alone: version, cwd and branch from its own lines, its parent call from its meta file",
     )
 
     def discover(self, repo: Path, environ: Mapping[str, str]) -> list[SessionRef]:
         """Sessions under every projects directory whose recorded starting cwd is ``repo`` or inside it."""
-        prefix = _loose(str(repo).rstrip("/"))
+        fold = str.lower if is_windows_path(str(repo)) else str  # Windows paths compare without case
+        prefix = fold(encode_cwd(str(repo).rstrip("/\\")))
         found: list[SessionRef] = []
         for root in projects_dirs(environ):
             if not root.is_dir():
                 continue
             for project in sorted(p for p in root.iterdir() if p.is_dir()):
-                name = _loose(project.name)
-                if name != prefix and not name.startswith(prefix + "-"):
+                name = fold(encode_cwd(project.name))  # also matches versions that replaced fewer characters
+                if not _may_hold(name, prefix):
                     continue
                 for path in sorted(project.glob("*.jsonl")):
                     ref = None if _AGENT_FILE.match(path.name) else _ref(path, self.name)
@@ -80,17 +103,28 @@ class ClaudeCodeAdapter(CaptureAdapter):
             "sessionId" in r or r.get("type") in KNOWN_TYPES for r in records)
 
     def read(self, path: Path) -> Session:
-        """The session in ``path`` with every subagent file that belongs to it."""
+        """The session in ``path`` with every subagent file that belongs to it; a subagent's own file
+        (``agent-<id>.jsonl``) given alone reads as that subagent's work, traced by its meta file."""
         path = Path(path)
         reader = TranscriptReader()
-        reader.read_file(path)
-        session_id = _session_id(path, reader.envelope.session_ids)
-        metas: dict[str, str | None] = {}
-        for agent_id, agent_path, meta_call in _subagent_files(path, session_id):
-            metas[agent_id] = meta_call
-            if agent_id not in reader.agents_seen:
-                reader.agents_seen.append(agent_id)
-            reader.read_file(agent_path, agent_id)
+        alone = _AGENT_FILE.match(path.name)
+        if alone:
+            agent_id = alone.group(1)
+            reader.read_file(path, agent_id)
+            metas = {agent_id: _meta_call(path.with_name(f"agent-{agent_id}.meta.json"))}
+            session_id = path.stem
+        else:
+            reader.read_file(path)
+            session_id = _session_id(path, reader.envelope.session_ids)
+            metas = {}
+            for agent_id, agent_path, meta_call in _subagent_files(path, session_id):
+                if is_side_fork(agent_id):
+                    reader.set_aside(agent_id)
+                    continue
+                metas[agent_id] = meta_call
+                if agent_id not in reader.agents_seen:
+                    reader.agents_seen.append(agent_id)
+                reader.read_file(agent_path, agent_id)
         reader.settle_exit_codes(SHELL_TOOL)
         return _session(self.name, session_id, reader, metas)
 
@@ -105,14 +139,43 @@ def projects_dirs(environ: Mapping[str, str]) -> list[Path]:
 
 
 def encode_cwd(cwd: str) -> str:
-    """The project directory name Claude Code gives a starting directory."""
-    return re.sub(r"[/.]", "-", cwd)
+    """The project directory name Claude Code gives a starting directory: every character but letters, digits
+    and ``-`` as ``-`` (``/home/dev/acme.app`` -> ``-home-dev-acme-app``, ``C:\\Users\\dev`` -> ``C--Users-dev``).
+    A name longer than :data:`PROJECT_NAME_LIMIT` is cut there and given ``-`` and a hash of the cwd: the
+    hash its Node build computes here (a build on another runtime hashes otherwise; discovery does not rely on
+    it)."""
+    name = re.sub(r"[^A-Za-z0-9-]", "-", cwd)
+    if len(name) <= PROJECT_NAME_LIMIT:
+        return name
+    return f"{name[:PROJECT_NAME_LIMIT]}-{_base36(abs(_string_hash(cwd)))}"
 
 
-def _loose(name: str) -> str:
-    """A directory name with every character other than letters, digits and ``-`` as ``-`` (matches both the
-    documented encoding and harness versions that replace more characters)."""
-    return re.sub(r"[^A-Za-z0-9-]", "-", name)
+def _string_hash(text: str) -> int:
+    """JavaScript's ``h = (h << 5) - h + charCode | 0`` over the UTF-16 code units of ``text``."""
+    value = 0
+    units = text.encode("utf-16-le")
+    for i in range(0, len(units), 2):
+        value = (value * 31 + int.from_bytes(units[i:i + 2], "little")) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _base36(number: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        number, rest = divmod(number, 36)
+        out = digits[rest] + out
+        if not number:
+            return out
+
+
+def _may_hold(name: str, prefix: str) -> bool:
+    """Whether project directory ``name`` may hold sessions of the directory encoded as ``prefix`` or one inside
+    it (a cut name is compared on what it kept; the cwd the file records decides)."""
+    if name == prefix or name.startswith(prefix + "-"):
+        return True
+    kept = name[:PROJECT_NAME_LIMIT]
+    return len(name) > PROJECT_NAME_LIMIT and (kept.startswith(prefix) or prefix.startswith(kept))
 
 
 def _ref(path: Path, harness: str) -> SessionRef | None:
@@ -131,7 +194,7 @@ def _ref(path: Path, harness: str) -> SessionRef | None:
         if at is not None:
             started = at if started is None or at < started else started
             ended = at if ended is None or at > ended else ended
-        if first_prompt is None and record.get("type") == "user" and not record.get("isMeta"):
+        if first_prompt is None and record.get("type") == "user" and not is_meta(record):
             first_prompt = one_line(_prompt_text(record.get("message")))
     if cwd is None:
         return None
@@ -140,14 +203,11 @@ def _ref(path: Path, harness: str) -> SessionRef | None:
 
 
 def _prompt_text(message: Any) -> str | None:
+    """What the person wrote in a message, without the text the harness inserted."""
     content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
-                 and isinstance(b.get("text"), str)]
-        return "\n".join(texts) or None
-    return None
+    texts = [split_inserted(b["text"])[0] for b in blocks(content) if b.get("type") == "text"
+             and isinstance(b.get("text"), str)]
+    return "\n".join(t for t in texts if t) or None
 
 
 def _session_id(path: Path, session_ids: list[str]) -> str:
@@ -189,11 +249,13 @@ def _meta_call(meta: Path) -> str | None:
 
 
 def _session(harness: str, session_id: str, reader: TranscriptReader, metas: dict[str, str | None]) -> Session:
-    draft, env = reader.draft, reader.envelope
-    calls = draft.tool_calls()
+    draft, env = reader.draft, reader.session_envelope()
+    calls = with_writes(draft.tool_calls(), WRITE_TOOLS)
     subagents = []
     for agent_id in reader.agents_seen:
-        parent = metas.get(agent_id) or reader.agents_named_by_results.get(agent_id)
+        progress = reader.agents_named_by_progress.get(agent_id)  # a forked slash command's names no call
+        parent = (metas.get(agent_id) or reader.agents_named_by_results.get(agent_id)
+                  or (progress if progress in draft.calls else None))
         parent_call = draft.calls.get(parent) if parent else None
         subagents.append(Subagent(
             agent_id=agent_id, parent_call_id=parent,
@@ -206,15 +268,16 @@ def _session(harness: str, session_id: str, reader: TranscriptReader, metas: dic
                    is_test=is_test_command(str(c.input.get("command", ""))), cwd=draft.calls[c.call_id].cwd)
         for c in calls if c.name == SHELL_TOOL)
     return Session(
-        session_id=session_id, harness=harness, harness_version=env.version, model=draft.model(),
-        models=draft.models(), cwd=env.cwd, cwd_changes=tuple(env.cwd_changes), git_branch=env.git_branch,
-        started_at=env.started_at, ended_at=env.ended_at, turns=draft.session_turns(), tool_calls=calls,
+        session_id=session_id, harness=harness, harness_version=env.version,
+        model=draft.model() or next(iter(draft.models()), None), models=draft.models(), cwd=env.cwd,
+        cwd_changes=tuple(env.cwd_changes), git_branch=env.git_branch, started_at=env.started_at,
+        ended_at=env.ended_at, turns=draft.session_turns(), tool_calls=calls,
         files_read=first_seen([str(c.input.get(READ_TOOLS[c.name], "")) for c in ok if c.name in READ_TOOLS]),
-        files_written=first_seen([str(c.input.get(WRITE_TOOLS[c.name], "")) for c in ok if c.name in WRITE_TOOLS]),
-        commands=commands, tokens=reader.tokens(None), cost_usd=None, subagents=tuple(subagents),
-        resumed_from=env.resumed_from if env.resumed_from != session_id else None,
+        files_written=files_written(calls), commands=commands, tokens=reader.tokens(None), cost_usd=None,
+        subagents=tuple(subagents), resumed_from=env.resumed_from if env.resumed_from != session_id else None,
         capture=Capture(
             files=tuple(reader.files), lines=draft.lines, unknown_types=dict(sorted(draft.unknown_types.items())),
             bad_lines=tuple(draft.bad_lines), duplicate_lines=reader.duplicate_lines,
             unmatched_calls=draft.unmatched_calls(), orphan_results=draft.orphan_results(),
-            untraced_subagents=tuple(s.agent_id for s in subagents if s.parent_call_id is None)))
+            untraced_subagents=tuple(s.agent_id for s in subagents if s.parent_call_id is None),
+            side_forks=tuple(reader.side_forks)))

@@ -6,21 +6,29 @@ defaults to ``~/.codex``), one ``{"timestamp", "type", "payload"}`` object per l
 Turns come from ``response_item`` messages — what the model was given and what it answered, in order
 with its calls — and never from the ``event_msg`` copies (``user_message``, ``agent_message``), which
 would count every message twice. Context the harness injects as a user message (environment context,
-instructions files) and developer messages are ``system`` turns. Calls (``function_call``,
-``custom_tool_call``, ``local_shell_call``) belong to the assistant turn of the response that made them;
-a response with calls but no text gets an empty assistant turn. Results pair on ``call_id``.
+instructions files) and developer messages are ``system`` turns, and so is each compaction of the context
+(its summary as text). Calls (``function_call``, ``custom_tool_call``, ``local_shell_call``, and the
+model's own ``web_search_call``) belong to the assistant turn of the response that made them; a response
+with calls but no text gets an empty assistant turn. Results pair on ``call_id``; what each call did is read
+by :mod:`.codex_calls`.
 
 Tokens are the last ``token_count`` event's ``total_token_usage`` (a running total, never summed):
-cached input is ``cache_read`` and the rest of the input is ``input``. A shell call whose output records
-a non-zero exit code is an ``error``; a patch sent through the shell is a write, not a command.
+cached input is ``cache_read`` and the rest of the input is ``input``. A command's exit code is its
+``exec_command_end`` event's, else the one its output records (for a unified exec process that outlived its
+call, the output of the ``write_stdin`` poll that saw it exit); a non-zero one makes the call an ``error``.
 Rollouts name no files read (there is no read tool) and no cost.
+
+**Resumed and forked rollouts.** ``codex resume`` appends to the session's own rollout: it stays one session.
+A fork (``codex fork``) starts a rollout of its own and copies the earlier rollout into it before its own turns
+(:mod:`.codex_fork` finds where the copy ends). The copy is the earlier session's work, not this one's: its lines
+are counted but not read, and :attr:`Session.resumed_from` names the earlier session (``forked_from_id`` when
+the rollout records it, else the copied ``session_meta``'s id). The running token total goes on from the copy's
+last one, so this session's tokens are the difference.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,21 +38,25 @@ from typing import Any, ClassVar
 from assay.core.session import Capture, CommandRun, CwdChange, Session, SessionRef, SessionRole, TokenUsage
 from assay.core.session import is_test_command
 
-from .assemble import DraftCall, DraftResult, DraftTurn, SessionDraft, first_seen
+from .assemble import DraftCall, DraftResult, DraftTurn, SessionDraft, files_written, first_seen
 from .base import CaptureAdapter, first_records, json_lines, one_line, parse_time, within
+from .codex_fork import Replay, uuid7_time
+from .codex_calls import STDIN_TOOL, CallOutput, call_output, patch_of, patch_refused, shell_command, stdin_session
 
 KNOWN_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 KNOWN_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call_output", "local_shell_call",
-                         "custom_tool_call", "custom_tool_call_output"})
-KNOWN_EVENTS = frozenset({"user_message", "agent_message", "agent_reasoning", "token_count", "task_started",
-                          "task_complete", "turn_aborted"})
+                         "custom_tool_call", "custom_tool_call_output", "web_search_call", "ghost_snapshot",
+                         "compaction", "compaction_summary"})
+KNOWN_EVENTS = frozenset({"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content",
+                          "token_count", "task_started", "task_complete", "turn_aborted", "context_compacted",
+                          "exec_command_begin", "exec_command_end", "terminal_interaction", "patch_apply_end",
+                          "web_search_end", "mcp_tool_call_end", "entered_review_mode", "exited_review_mode",
+                          "undo_completed", "thread_rolled_back", "thread_name_updated", "item_completed", "error"})
 """What is read or deliberately skipped; anything else is counted as ``type`` or ``type/payload type``."""
 
-SHELL_TOOLS = frozenset({"shell", "shell_command", "container.exec", "local_shell"})
-PATCH_TOOL = "apply_patch"
-_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
-_PATCH_PATH = re.compile(r"^\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$", re.MULTILINE)
-_EXIT_LINE = re.compile(r"^Exit code: (-?\d+)", re.MULTILINE)
+_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<turn_aborted>",
+             "<user_shell_command>", "Warning: apply_patch was requested via")
+_COMPACTED = "(the harness compacted the conversation)"
 
 
 class CodexAdapter(CaptureAdapter):
@@ -54,10 +66,14 @@ class CodexAdapter(CaptureAdapter):
     aliases: ClassVar[tuple[str, ...]] = ("codex-cli", "codex_cli")
     guarantees: ClassVar[tuple[str, ...]] = (
         "tool calls paired on call_id; unmatched calls and orphan results listed",
-        "tokens: the last total_token_usage, never summed",
-        "turns from response_item messages only (event_msg copies ignored)",
-        "shell exit status from the output's metadata or its 'Exit code:' line, else None",
-        "files_written from apply_patch headers; files_read: not in rollouts (empty)",
+        "tokens: the last total_token_usage, never summed (a fork's less the total its replay ended with)",
+        "turns from response_item messages only (event_msg copies ignored); a compaction is a system turn",
+        "commands from shell, shell_command, local_shell and exec_command calls; a patch is never a command",
+        "exit status from exec_command_end, else the output's metadata, 'Exit code:' or 'Process exited with "
+        "code' line (a unified exec process's from the write_stdin poll that saw it exit), else None",
+        "files_written from apply_patch headers in every form (tool, ['apply_patch', PATCH], heredoc script)",
+        "resumed or forked rollouts: the replayed earlier session is left out and named in resumed_from",
+        "files_read: not in rollouts (empty)",
         "cost: not in transcripts (None)",
     )
 
@@ -94,13 +110,24 @@ class _Rollout:
 
     draft: SessionDraft = field(default_factory=SessionDraft)
     meta: dict[str, Any] = field(default_factory=dict)
+    resumed_from: str | None = None
+    replay: Replay = field(default_factory=Replay)
     cwd: str | None = None
     cwd_changes: list[CwdChange] = field(default_factory=list)
     model_now: str | None = None
     response: DraftTurn | None = None
     """The assistant turn later calls belong to; None once the model's calls were answered."""
+    compaction: DraftTurn | None = None
+    """The latest turn, when it notes a compaction (its line and its event are one compaction)."""
     totals: list[dict[str, Any]] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None
+    """The running token total the replay of an earlier session ended with (this session's count starts there)."""
     exit_codes: dict[str, int] = field(default_factory=dict)
+    ended: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """``exec_command_end`` events by call id."""
+    patch_failed: set[str] = field(default_factory=set)
+    running: dict[str, str] = field(default_factory=dict)
+    """Unified exec processes still running after their call: session id → the ``exec_command`` call id."""
     started_at: datetime | None = None
     ended_at: datetime | None = None
 
@@ -116,18 +143,33 @@ class _Rollout:
                 self.ended_at = self.ended_at if self.ended_at and self.ended_at >= at else at
             kind, payload = record.get("type"), record.get("payload")
             payload = payload if isinstance(payload, dict) else {}
+            if self.replay.goes_on(kind, payload, at):
+                self.baseline = _total(payload) or self.baseline
+                continue
             if kind not in KNOWN_TYPES:
                 self.draft.unknown_types[str(kind) if kind is not None else "(no type)"] += 1
-            elif kind == "session_meta" and not self.meta:
-                self.meta = payload
-                self._cwd(payload.get("cwd"))
+            elif kind == "session_meta":
+                self._meta(payload, at)
             elif kind == "turn_context":
                 self._cwd(payload.get("cwd"))
                 self.model_now = payload.get("model") if isinstance(payload.get("model"), str) else self.model_now
             elif kind == "response_item":
-                self._item(payload, at)
+                self._item(payload, at, number)
             elif kind == "event_msg":
-                self._event(payload)
+                self._event(payload, at)
+            elif kind == "compacted":
+                self._compacted(payload.get("message"), at)
+
+    def _meta(self, payload: dict[str, Any], at: datetime | None) -> None:
+        """The first ``session_meta`` is this session's; another session's starts a replay of its history."""
+        if not self.meta:
+            self.meta = payload
+            self.resumed_from = _str(payload.get("forked_from_id"))
+            self.replay.created = uuid7_time(payload.get("id")) or parse_time(payload.get("timestamp")) or at
+            self._cwd(payload.get("cwd"))
+        elif _str(payload.get("id")) and payload.get("id") != self.meta.get("id") and not self.draft.turns:
+            self.resumed_from = self.resumed_from or payload["id"]
+            self.replay.active = True
 
     def _cwd(self, cwd: Any) -> None:
         if not isinstance(cwd, str) or not cwd:
@@ -140,16 +182,26 @@ class _Rollout:
     def _cwd_now(self) -> str | None:
         return self.cwd_changes[-1].cwd if self.cwd_changes else self.cwd
 
-    def _item(self, item: dict[str, Any], at: datetime | None) -> None:
+    def _item(self, item: dict[str, Any], at: datetime | None, number: int) -> None:
         kind = item.get("type")
         if kind not in KNOWN_ITEMS:
             self.draft.unknown_types[f"response_item/{kind}"] += 1
         elif kind == "message":
             self._message(item, at)
-        elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
-            self._call(item, at)
+        elif kind == "function_call":
+            self._call(item, str(item.get("name", "")), _arguments(item.get("arguments")), at)
+        elif kind == "custom_tool_call":
+            self._call(item, str(item.get("name", "")), {"input": item.get("input")}, at)
+        elif kind == "local_shell_call":
+            self._call(item, "local_shell", {"action": item.get("action")}, at)
+        elif kind == "web_search_call":
+            self._web_search(item, at, number)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self._output(item, at)
+
+    def _add_turn(self, role: SessionRole, text: str, at: datetime | None) -> DraftTurn:
+        self.compaction = None
+        return self.draft.add_turn(role, text, at)
 
     def _message(self, item: dict[str, Any], at: datetime | None) -> None:
         parts = [p.get("text") for p in item.get("content") or [] if isinstance(p, dict)]
@@ -157,7 +209,7 @@ class _Rollout:
         role: SessionRole = "assistant" if item.get("role") == "assistant" else "user"
         if item.get("role") in ("developer", "system") or (role == "user" and text.lstrip().startswith(_INJECTED)):
             role = "system"
-        turn = self.draft.add_turn(role, text, at)
+        turn = self._add_turn(role, text, at)
         if role == "assistant":
             self._model_response()
         self.response = turn if role == "assistant" else None
@@ -166,74 +218,123 @@ class _Rollout:
         if self.model_now:
             self.draft.model_response(self.model_now, main=True)
 
-    def _call(self, item: dict[str, Any], at: datetime | None) -> None:
+    def _call(self, item: dict[str, Any], name: str, arguments: dict[str, Any], at: datetime | None) -> str | None:
         call_id = item.get("call_id") or item.get("id")
         if not isinstance(call_id, str) or not call_id:
-            return
-        if item["type"] == "function_call":
-            name, call_input = str(item.get("name", "")), _arguments(item.get("arguments"))
-        elif item["type"] == "custom_tool_call":
-            name, call_input = str(item.get("name", "")), {"input": item.get("input")}
-        else:
-            name, call_input = "local_shell", {"action": item.get("action")}
+            return None
         if self.response is None:
-            self.response = self.draft.add_turn("assistant", "", at)
+            self.response = self._add_turn("assistant", "", at)
             self._model_response()
-        self.draft.add_call(self.response, DraftCall(call_id=call_id, name=name, input=call_input,
+        self.draft.add_call(self.response, DraftCall(call_id=call_id, name=name, input=arguments,
                                                      turn=self.response.index, agent_id=None, called_at=at,
                                                      cwd=self._cwd_now()))
+        return call_id
+
+    def _web_search(self, item: dict[str, Any], at: datetime | None, number: int) -> None:
+        """The model's own search: no call id and no output line; its status says how it went."""
+        call_id = self._call({"call_id": item.get("id") or f"web_search_call@{number}"}, "web_search",
+                             {"action": item.get("action")}, at)
+        if call_id is not None and item.get("status") not in ("in_progress", "searching"):
+            self.draft.add_result(call_id, DraftResult(output="", is_error=item.get("status") in ("failed",
+                                                                                                  "incomplete"), at=at))
 
     def _output(self, item: dict[str, Any], at: datetime | None) -> None:
         call_id = item.get("call_id")
         if not isinstance(call_id, str):
             return
-        text, exit_code, failed = _output(item.get("output"))
-        if exit_code is not None:
-            self.exit_codes[call_id] = exit_code
-        self.draft.add_result(call_id, DraftResult(output=text, is_error=failed, at=at))
+        output = call_output(item.get("output"))
+        self._exit_code(call_id, output)
+        call = self.draft.calls.get(call_id)
+        if call is not None and patch_refused(output.text) and patch_of(call.name, call.input) is not None:
+            self.patch_failed.add(call_id)
+        self.draft.add_result(call_id, DraftResult(output=output.text, is_error=output.failed, at=at))
         self.response = None
 
-    def _event(self, event: dict[str, Any]) -> None:
+    def _exit_code(self, call_id: str, output: CallOutput) -> None:
+        """Record the exit code an output shows, for the command it belongs to: a ``write_stdin`` poll reports
+        the exit of the process an ``exec_command`` call left running."""
+        call = self.draft.calls.get(call_id)
+        owner = call_id
+        if call is not None and call.name == STDIN_TOOL:
+            session = stdin_session(call.name, call.input)
+            owner = self.running.get(session, "") if session else ""
+            if session and output.running is None:
+                self.running.pop(session, None)
+        elif output.running is not None:
+            self.running[output.running] = call_id
+        if owner and output.exit_code is not None:
+            self.exit_codes.setdefault(owner, output.exit_code)
+
+    def _event(self, event: dict[str, Any], at: datetime | None) -> None:
         kind = event.get("type")
+        call_id = event.get("call_id") if isinstance(event.get("call_id"), str) else None
         if kind not in KNOWN_EVENTS:
             self.draft.unknown_types[f"event_msg/{kind}"] += 1
-        elif kind == "token_count" and isinstance(event.get("info"), dict):
-            total = event["info"].get("total_token_usage")
-            if isinstance(total, dict) and (not self.totals or self.totals[-1] != total):
+        elif kind == "token_count":
+            total = _total(event)
+            if total is not None and total != (self.totals[-1] if self.totals else self.baseline):
                 self.totals.append(total)
+        elif kind == "exec_command_end" and call_id:
+            self.ended[call_id] = event
+        elif kind == "patch_apply_end" and call_id and event.get("success") is False:
+            self.patch_failed.add(call_id)
+        elif kind == "context_compacted":
+            self._compacted(None, at)
+
+    def _compacted(self, summary: Any, at: datetime | None) -> None:
+        """A compaction is noted once, by its ``compacted`` line or its ``context_compacted`` event, whichever
+        comes first; the line's summary is its text."""
+        text = summary if isinstance(summary, str) and summary.strip() else ""
+        if self.compaction is None:
+            self.compaction = self.draft.add_turn("system", text or _COMPACTED, at)
+            self.response = None
+        elif text and self.compaction.texts == [_COMPACTED]:
+            self.compaction.texts = [text]
+
+    def exit_code(self, call_id: str) -> int | None:
+        ended = self.ended.get(call_id, {}).get("exit_code")
+        return ended if isinstance(ended, int) and not isinstance(ended, bool) else self.exit_codes.get(call_id)
 
     def tokens(self) -> TokenUsage:
+        """The last running total, less the one a replayed earlier session ended with."""
         if not self.totals:
             return TokenUsage()
-        last = self.totals[-1]
-        cached = _int(last.get("cached_input_tokens"))
-        return TokenUsage(input=max(_int(last.get("input_tokens")) - cached, 0), output=_int(last.get("output_tokens")),
-                          cache_read=cached, responses=len(self.totals))
+        last, base = self.totals[-1], self.baseline or {}
+
+        def used(key: str) -> int:
+            return max(_int(last.get(key)) - _int(base.get(key)), 0)
+
+        cached = used("cached_input_tokens")
+        return TokenUsage(input=max(used("input_tokens") - cached, 0), output=used("output_tokens"), cache_read=cached,
+                          responses=len(self.totals))
 
     def session(self, harness: str, path: Path) -> Session:
         draft = self.draft
-        for call_id, result in draft.results.items():
-            call = draft.calls.get(call_id)
-            result.is_error = result.is_error or bool(self.exit_codes.get(call_id))
-            if call is not None and _shell_command(call) is not None:
-                result.exit_code = self.exit_codes.get(call_id)
-        calls = draft.tool_calls()
-        written = [p for c in calls if c.status == "ok" for p in _patched_paths(draft.calls[c.call_id])]
-        commands = []
-        for c in calls:
-            command = _shell_command(draft.calls[c.call_id])
+        calls, commands = [], []
+        for call in draft.tool_calls():
+            made = draft.calls[call.call_id]
+            code, command = self.exit_code(call.call_id), shell_command(made.name, made.input)
+            status = call.status
+            if status == "ok" and (code or call.call_id in self.patch_failed):
+                status = "error"
+            patch = patch_of(made.name, made.input)
+            writes = tuple(first_seen(patch.paths())) if patch is not None and status == "ok" else ()
+            calls.append(call.model_copy(update={"status": status, "exit_code": code if command else None,
+                                                 "writes": writes}))
             if command is not None:
                 text, workdir = command
-                commands.append(CommandRun(call_id=c.call_id, command=text, exit_code=c.exit_code,
-                                           is_test=is_test_command(text), cwd=workdir or draft.calls[c.call_id].cwd))
+                ended_cwd = self.ended.get(call.call_id, {}).get("cwd")
+                commands.append(CommandRun(call_id=call.call_id, command=text, exit_code=code,
+                                           is_test=is_test_command(text), cwd=workdir or _str(ended_cwd) or made.cwd))
         git = self.meta.get("git") if isinstance(self.meta.get("git"), dict) else {}
         session_id = self.meta.get("id") if isinstance(self.meta.get("id"), str) else path.stem
         return Session(
             session_id=session_id, harness=harness, harness_version=_str(self.meta.get("cli_version")),
             model=draft.model(), models=draft.models(), cwd=self.cwd, cwd_changes=tuple(self.cwd_changes),
             git_branch=_str(git.get("branch")), git_commit=_str(git.get("commit_hash")),
-            started_at=self.started_at, ended_at=self.ended_at, turns=draft.session_turns(), tool_calls=calls,
-            files_written=first_seen(written), commands=tuple(commands), tokens=self.tokens(), cost_usd=None,
+            started_at=self.started_at, ended_at=self.ended_at, turns=draft.session_turns(), tool_calls=tuple(calls),
+            files_written=files_written(calls), commands=tuple(commands),
+            tokens=self.tokens(), cost_usd=None, resumed_from=self.resumed_from,
             capture=Capture(files=(str(path),), lines=draft.lines,
                             unknown_types=dict(sorted(draft.unknown_types.items())), bad_lines=tuple(draft.bad_lines),
                             unmatched_calls=draft.unmatched_calls(), orphan_results=draft.orphan_results()))
@@ -250,62 +351,11 @@ def _arguments(raw: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"arguments": raw}
 
 
-def _output(raw: Any) -> tuple[str, int | None, bool]:
-    """A call's output as (text the model saw, exit code if recorded, whether it is marked failed).
-
-    The output is a string — sometimes JSON ``{"output", "metadata": {"exit_code"}}``, sometimes text with an
-    ``Exit code: N`` line — or an object ``{"content", "success"}``.
-    """
-    failed = False
-    if isinstance(raw, dict):
-        failed = raw.get("success") is False
-        raw = raw.get("content", "")
-    text = raw if isinstance(raw, str) else json.dumps(raw)
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, dict) and "output" in parsed:
-        metadata = parsed.get("metadata") if isinstance(parsed.get("metadata"), dict) else {}
-        code = metadata.get("exit_code")
-        return str(parsed["output"]), code if isinstance(code, int) else None, failed
-    found = _EXIT_LINE.search(text)
-    return text, int(found.group(1)) if found else None, failed
-
-
-def _shell_command(call: DraftCall) -> tuple[str, str | None] | None:
-    """(command text, working directory) for a shell call; None for any other call, and for a patch sent
-    through the shell (``["apply_patch", PATCH]``: the harness applies it itself, it runs no command)."""
-    if call.name not in SHELL_TOOLS:
-        return None
-    action = call.input.get("action") if isinstance(call.input.get("action"), dict) else {}
-    command = call.input.get("command", action.get("command"))
-    if isinstance(command, list) and command[:1] == [PATCH_TOOL]:
-        return None
-    workdir = call.input.get("workdir") or action.get("working_directory")
-    return _command_text(command), workdir if isinstance(workdir, str) else None
-
-
-def _command_text(command: Any) -> str:
-    """A command as one line: ``bash -lc SCRIPT`` is its script; other argument lists are shell-quoted."""
-    if isinstance(command, str):
-        return command
-    if not isinstance(command, list) or not all(isinstance(a, str) for a in command):
-        return json.dumps(command)
-    if len(command) == 3 and Path(command[0]).name in ("bash", "sh", "zsh") and command[1] in ("-lc", "-c"):
-        return command[2]
-    return shlex.join(command)
-
-
-def _patched_paths(call: DraftCall) -> list[str]:
-    """The files an ``apply_patch`` call (as a tool or as a shell command) adds, updates, deletes or moves to."""
-    if call.name == PATCH_TOOL:
-        patch = call.input.get("input", call.input.get("patch", ""))
-    else:
-        command = call.input.get("command")
-        is_patch = isinstance(command, list) and len(command) == 2 and command[0] == PATCH_TOOL
-        patch = command[1] if is_patch else ""
-    return _PATCH_PATH.findall(patch) if isinstance(patch, str) else []
+def _total(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``token_count`` event's running total (None for any other line, and for a count with no usage yet)."""
+    info = payload.get("info") if payload.get("type") == "token_count" else None
+    total = info.get("total_token_usage") if isinstance(info, dict) else None
+    return total if isinstance(total, dict) else None
 
 
 def _ref(path: Path, harness: str) -> SessionRef | None:

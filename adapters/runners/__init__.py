@@ -7,8 +7,9 @@
   a multi-turn text conversation per case with our caller (scripted turns or the caller simulator).
 - ``vapi_evals``: our assertions that have a home in VAPI's eval judge plans, judged by VAPI's scorers.
 - ``hamming``: asynchronous voice tests on Hamming, submitted at run time and collected by ``assay collect``.
-- ``claude_code`` / ``command_agent``: replay a coding-agent exam (target kind ``exam``) with its harness, each
-  replay a case run in its own git worktree at the exam's pin.
+- ``claude_code`` / ``codex`` / ``command_agent``: replay a coding-agent exam (target kind ``exam``) with its
+  harness, each replay a case run in its own git worktree at the exam's pin (``codex`` replays Claude Code's
+  exams too).
 
 Ask for a runner by name with :func:`assay.core.plugins.runner_class`. Importing this package imports
 no runner: each class below is imported when first used, so loading one runner never loads another.
@@ -29,12 +30,13 @@ if TYPE_CHECKING:
     from .recorded import RecordedRunner
     from .vapi_chat import VapiChatRunner
     from .vapi_evals import VapiEvalsRunner
-    from .exam_runner import ClaudeCodeRunner, CommandAgentRunner
+    from .exam_runner import ClaudeCodeRunner, CodexRunner, CommandAgentRunner
 
 _MODULES = {
     "ConfigCheckRunner": "config_check", "FixedRunner": "fixed", "RecordedRunner": "recorded",
     "VapiChatRunner": "vapi_chat", "ElevenLabsChatRunner": "elevenlabs_chat", "VapiEvalsRunner": "vapi_evals",
-    "HammingRunner": "hamming", "ClaudeCodeRunner": "exam_runner", "CommandAgentRunner": "exam_runner",
+    "HammingRunner": "hamming", "ClaudeCodeRunner": "exam_runner", "CodexRunner": "exam_runner",
+    "CommandAgentRunner": "exam_runner",
 }
 
 __all__ = sorted(_MODULES)

@@ -43,7 +43,8 @@ class ClaudeCodeHarness(HarnessAdapter):
         "tool calls paired by id; Bash exit status read from the result ('Exit code N'; 0 on success)",
         "allowlist checked against the harness's own init event (the tools it says it offered)",
         "cost: the harness's client-side estimate (total_cost_usd), not billing",
-        "turns, tokens (one usage per response, streamed events de-duplicated by message id) from the stream",
+        "turns from the stream (streamed events de-duplicated by message id); tokens: the result event's totals "
+        "(a streamed message's usage is partial), a subagent's from its streamed responses",
         "subagent traffic kept apart by the call that started it (parent_tool_use_id)",
         "a crash (no result event), an error result or a broken allowlist is an error, never a failure",
     )

@@ -3,7 +3,8 @@
 The stream is one JSON event per line: a ``system``/``init`` event (session id, model, the tools the session
 was given, cwd, version), ``assistant`` events carrying one Anthropic message each (a response with several
 content blocks arrives as several events sharing the message id and repeating its usage), ``user`` events
-carrying tool results, and a final ``result`` event (subtype, ``is_error``, turns, cost, duration, usage).
+carrying tool results, and a final ``result`` event (subtype, ``is_error``, turns, cost, duration, usage; its
+usage is the main session's token count, the streamed messages' own being partial).
 Events with a non-null ``parent_tool_use_id`` are a subagent's traffic: the subagent is named by the call
 that started it. Lines that are not JSON objects are counted, never fatal; a run that died mid-way still
 reads as the session it was so far.
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from assay.core.session import Capture, CommandRun, Session, Subagent, is_test_command
+from assay.core.session import Capture, CommandRun, Session, Subagent, TokenUsage, is_test_command
 
 from ..capture.assemble import first_seen
 from ..capture.claude_code import READ_TOOLS, SHELL_TOOL, WRITE_TOOLS
@@ -129,12 +130,29 @@ def _session(reader: _Reader, started_at: datetime | None, ended_at: datetime | 
         started_at=started_at, ended_at=ended_at, turns=draft.session_turns(), tool_calls=calls,
         files_read=first_seen([str(c.input.get(READ_TOOLS[c.name], "")) for c in ok if c.name in READ_TOOLS]),
         files_written=first_seen([str(c.input.get(WRITE_TOOLS[c.name], "")) for c in ok if c.name in WRITE_TOOLS]),
-        commands=commands, tokens=reader.tokens(None),
+        commands=commands, tokens=_main_tokens(reader.tokens(None), result.get("usage"), bool(reader.agents)),
         cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
         subagents=subagents,
         capture=Capture(lines=draft.lines, unknown_types=dict(sorted(draft.unknown_types.items())),
                         bad_lines=tuple(draft.bad_lines), duplicate_lines=reader.duplicate_lines,
                         unmatched_calls=draft.unmatched_calls(), orphan_results=draft.orphan_results()))
+
+
+def _main_tokens(streamed: TokenUsage, usage: Any, subagents: bool) -> TokenUsage:
+    """The main session's tokens: the result event's totals when it has them and no subagent ran.
+
+    An ``assistant`` event is printed as soon as its content block is complete, before the response's last
+    usage (``message_delta``) arrives, so its ``output_tokens`` is the count so far (Claude Code 2.1, against
+    any streaming Messages API); the result's ``usage`` is what the harness summed once each response ended.
+    With subagents that sum may include theirs, so the streamed counts stand."""
+    if subagents or not isinstance(usage, dict):
+        return streamed
+    counts = [usage.get(key) for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                        "cache_read_input_tokens")]
+    if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        return streamed
+    return TokenUsage(input=counts[0], output=counts[1], cache_creation=counts[2], cache_read=counts[3],
+                      responses=streamed.responses)
 
 
 def _text(value: Any) -> str | None:

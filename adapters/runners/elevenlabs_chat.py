@@ -39,7 +39,7 @@ from assay.core.tool_mocks import ToolMocks
 
 from ..elevenlabs import DEFAULT_LLM, ElevenLabsApi, agent_body, analysis_evaluations, read_conversation, simulation_body
 from ..http import RetryPolicy
-from .platform_chat import MockSupport, PlatformRunner, scratch_object
+from .platform_chat import MockSupport, PlatformRunner, case_reports, scratch_object
 
 class ElevenLabsChatRunner(PlatformRunner):
     """Simulates a conversation with a scratch ElevenLabs agent built from the compiled config; one per case."""
@@ -78,18 +78,16 @@ class ElevenLabsChatRunner(PlatformRunner):
         raw = job.target["config"]
         with ExitStack() as stack:
             api = stack.enter_context(self.api())
+            api.client.until(job.waits_until)
             create = lambda name: api.create_agent(agent_body(config, name, self.llm))  # noqa: E731
             try:
                 agent_id = stack.enter_context(scratch_object(heartbeat, "agent", create, api.delete_agent))
             except VendorError as exc:
                 yield self.errors(job, job.cases, f"the scratch agent could not be created: {exc}")
                 return
-            for batch_no, start in enumerate(range(0, len(job.cases), self.batch_size)):
-                runs = []
-                for case in job.cases[start : start + self.batch_size]:
-                    runs.append(self._case_run(api, agent_id, case, config, redact(raw), self.mock_rules(job)))
-                    heartbeat()
-                yield Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}", runs)
+            artefact, mocks = redact(raw), self.mock_rules(job)
+            yield from case_reports(job, self.name, self.batch_size,
+                                    lambda case: self._case_run(api, agent_id, case, config, artefact, mocks), heartbeat)
 
     def _case_run(self, api: ElevenLabsApi, agent_id: str, case: CaseSpec, config: CompiledConfig,
                   artefact: dict[str, Any], mocks: ToolMocks | None = None) -> CaseRun:

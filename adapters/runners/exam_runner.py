@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from assay.core.errors import ConfigError, RunnerError, UsageError
@@ -33,11 +34,12 @@ from assay.core.exam_checks import mechanism_of
 from assay.core.runner import CaseSpec, Heartbeat, Runner, RunJob
 
 from .claude_code import ClaudeCodeHarness
+from .codex import CodexHarness
 from .command_agent import CommandHarness
 from .harness import HarnessAdapter, harness_for, replay
 from .worktree import sweep_worktrees
 
-__all__ = ["ClaudeCodeRunner", "CommandAgentRunner", "ExamRunner", "evidence_mechanisms", "replays_parent"]
+__all__ = ["ClaudeCodeRunner", "CodexRunner", "CommandAgentRunner", "ExamRunner", "evidence_mechanisms", "replays_parent"]
 
 BEAT_SECONDS = 5.0
 """How often the driving thread renews the lease while replays run."""
@@ -67,6 +69,8 @@ class ExamRunner(Runner):
 
     harness: ClassVar[str]
     """The harness this runner replays with (an exam's ``runner.name``)."""
+    also_replays: ClassVar[frozenset[str]] = frozenset()
+    """Other harnesses whose exams it replays too (its adapter's :attr:`~.harness.HarnessAdapter.also_replays`)."""
     takes_model: ClassVar[bool] = False
     """Whether the harness can be told which model to use (the ``model`` option)."""
     synchronous: ClassVar[bool] = True
@@ -92,6 +96,8 @@ class ExamRunner(Runner):
         if job.target_kind not in self.target_kinds:
             raise RunnerError(f"runner {self.name!r} replays exams; run {job.run_id} targets a {job.target_kind!r}")
         repo, exam = self._exam(job)
+        if exam.spec.runner.name != self.harness:  # another harness's exam names that harness's model, not ours
+            exam = exam.model_copy(update={"spec": exam.spec.model_copy(update={"model": None})})
         environ = {**os.environ, **self.env}
         adapter = harness_for(self.harness, environ)
         condition = self._condition(exam, adapter)
@@ -149,10 +155,13 @@ class ExamRunner(Runner):
             raise ConfigError(f"exam {exam.spec.slug!r} at {exam_dir} changed since it was loaded (its files no "
                               f"longer match {target['sha256']}); load it again so the run replays what the suite "
                               "holds, then run it again")
-        if exam.spec.runner.name != self.harness or target["harness"] != self.harness:
+        replayable = {self.harness, *self.also_replays}
+        if exam.spec.runner.name not in replayable or target["harness"] not in replayable:
+            also = f" (and replays exams of {', '.join(sorted(self.also_replays))})" if self.also_replays else ""
             raise ConfigError(f"exam {exam.spec.slug!r} replays with harness {exam.spec.runner.name!r} "
                               f"({exam_dir / 'exam.toml'}: runner.name), but runner {self.name!r} runs "
-                              f"{self.harness!r}; run it with the runner whose harness is {exam.spec.runner.name!r}")
+                              f"{self.harness!r}{also}; run it with the runner whose harness is "
+                              f"{exam.spec.runner.name!r}")
         return repo, exam
 
     def _condition(self, exam: Exam, adapter: HarnessAdapter) -> dict[str, Any]:
@@ -218,6 +227,21 @@ class ClaudeCodeRunner(ExamRunner):
     harness: ClassVar[str] = ClaudeCodeHarness.name
     takes_model: ClassVar[bool] = True
     mechanisms: ClassVar[frozenset[str]] = evidence_mechanisms(ClaudeCodeHarness)
+
+
+class CodexRunner(ExamRunner):
+    """Replays exams with the Codex CLI, headless: its own exams and Claude Code's, read in Claude Code's tool
+    names (see :mod:`.codex` for what Codex cannot be told)."""
+
+    name: ClassVar[str] = "codex"
+    harness: ClassVar[str] = CodexHarness.name
+    also_replays: ClassVar[frozenset[str]] = CodexHarness.also_replays
+    takes_model: ClassVar[bool] = True
+    mechanisms: ClassVar[frozenset[str]] = evidence_mechanisms(CodexHarness)
+    known_gaps: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "test_declared_mechanisms_are_honest": "an executed replay needs the Codex CLI and a model, which the kit "
+                                               "does not configure (the real CLI is tested end to end against the "
+                                               "scripted model)"})
 
 
 class CommandAgentRunner(ExamRunner):

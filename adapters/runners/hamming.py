@@ -10,8 +10,10 @@ into one report. Hamming may answer hours later or never: the run waits under it
 ``collect`` flow polls it (``assay collect``).
 
 Every request goes through :class:`~assay.adapters.http.VendorClient` (one per runner instance, shared
-by the threads of a collect pass): 429 waits what ``Retry-After`` says, 5xx is retried, the rest is
-raised classified. Translation both ways lives in :mod:`assay.adapters.hamming`.
+by the threads of a collect pass): 429 waits what ``Retry-After`` says, a read is retried after a 5xx or
+a body cut short, the rest is raised classified; a refused key names ``ASSAY_HAMMING_API_KEY``. Starting
+a test run bills calls, so it is never sent twice: a start whose answer was lost ends the run with an
+error saying Hamming may hold a test run. Translation both ways lives in :mod:`assay.adapters.hamming`.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from datetime import UTC, datetime
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from assay.core.errors import ConfigError, MalformedResponseError
+from assay.core.errors import ConfigError
 from assay.core.evidence import Report
 from assay.core.mechanisms import mechanisms_of
 from assay.core.runner import CaseSpec, Runner, RunJob
@@ -69,12 +72,17 @@ class HammingRunner(Runner):
             if self._client is None:
                 key = self.settings.hamming_api_key
                 if key is None:
-                    raise ConfigError("runner 'hamming' needs a Hamming API key: set ASSAY_HAMMING_API_KEY")
+                    raise ConfigError(f"runner 'hamming' needs a Hamming API key: set {h.KEY_SETTING}")
                 self._client = VendorClient(
                     h.VENDOR, self.settings.hamming_base_url, {"Authorization": f"Bearer {key.get_secret_value()}"},
                     retry=self._retry, sleep=self._sleep,
                 )
             return self._client
+
+    @property
+    def api(self) -> h.HammingApi:
+        """Hamming's endpoints over :attr:`client`: a refused key names ``ASSAY_HAMMING_API_KEY``."""
+        return h.HammingApi(self.client)
 
     def close(self) -> None:
         """Close the HTTP client (a later request opens a new one)."""
@@ -100,14 +108,16 @@ class HammingRunner(Runner):
         """Start one Hamming test run for the job; the provider reference is a :class:`~h.Submission`."""
         agent, phones, test_case = self._target()
         specs = h.slotted(job)
-        mapping = h.resolve(specs, self.client.get("/assertions")) if specs else {}
+        api = self.api
+        api.client.until(job.waits_until)
+        mapping = h.selected(specs)
         body: dict[str, Any] = {
             "agentId": agent, "phoneNumbers": phones,
             "testConfigurations": [h.configuration_for(case, test_case) for case in job.cases],
         }
         if mapping:
             body["selectedAssertionIds"] = sorted({hid for hid, _ in mapping.values()})
-        answer = self.client.post("/test-runs/test-inbound-agent", body)
+        answer = api.start(body)
         return h.Submission.from_answer(answer, job, mapping).to_ref()
 
     def vendor_mappings(self, job: RunJob, provider_ref: str) -> dict[str, tuple[str, str | None]]:
@@ -117,13 +127,14 @@ class HammingRunner(Runner):
     def collect(self, job: RunJob, provider_ref: str) -> Iterator[Report] | None:
         """None while Hamming is working; else the results as reports (idempotent request ids)."""
         sub = h.Submission.from_ref(provider_ref)
-        answer = self.client.get(f"/test-runs/{sub.test_run}/status")
-        status = answer.get("status") if isinstance(answer, dict) else None
-        if not isinstance(status, str):
-            raise MalformedResponseError(h.VENDOR, 200, f"the status of test run {sub.test_run} has no 'status'")
+        api = self.api
+        until = job.waits_until
+        # waits end at the run's deadline; a last look after it (the collect flow's) is not bounded
+        api.client.until(until if until is not None and until > datetime.now(UTC) else None)
+        status = h.run_status(api.status(sub.test_run), sub.test_run)
         if status not in h.TERMINAL:
             return None
-        runs, warnings = h.case_runs(job, sub, self.client.get(f"/test-runs/{sub.test_run}/results"), status)
+        runs, warnings = h.case_runs(job, sub, api.results(sub.test_run), status)
         reports = [
             dataclasses.replace(
                 Report.from_case_runs(f"{job.run_id}:{self.name}:{sub.test_run}:{n}", runs[i : i + self.batch_size]),

@@ -23,7 +23,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -75,6 +75,11 @@ class HarnessAdapter(ABC):
     """The exam checks (by name) its evidence can decide."""
     feeds_stdin: ClassVar[bool] = False
     """Whether the instruction file is also given to the harness on stdin."""
+    also_replays: ClassVar[frozenset[str]] = frozenset()
+    """Other harnesses whose exams this one can replay (their allowlists read in its tool names)."""
+    tool_names: ClassVar[Mapping[str, str]] = {}
+    """The harness's tool names -> the names exams are written in, for a harness whose tools are named
+    otherwise (the reported call keeps its own name in its arguments as ``harness_tool``)."""
 
     @abstractmethod
     def command(self, exam: Exam, instruction_file: Path, session_id: str) -> list[str]:
@@ -107,6 +112,8 @@ class Replay:
     """Why no probe ran (the harness failed before doing anything), or None."""
     guarantees: tuple[str, ...] = ()
     """What the adapter guarantees about its evidence."""
+    tool_names: Mapping[str, str] = field(default_factory=dict)
+    """The adapter's :attr:`HarnessAdapter.tool_names`: how its calls are named in the case run."""
 
     @property
     def wall_seconds(self) -> float:
@@ -119,7 +126,9 @@ class Replay:
         session, outcome = self.outcome.session, self.outcome
         transcript = [Turn(role=_ROLES[t.role], text=t.text)
                       for t in (session.turns if session else ()) if t.agent_id is None and t.text]
-        calls = [ToolCall(name=c.name, arguments=c.input, result=c.output, is_error=c.status == "error")
+        calls = [ToolCall(name=self.tool_names.get(c.name, c.name),
+                          arguments={**c.input, "harness_tool": c.name} if c.name in self.tool_names else c.input,
+                          result=c.output, is_error=c.status == "error")
                  for c in (session.tool_calls if session else ())]
         duration = outcome.duration_ms if outcome.duration_ms is not None else self.wall_seconds * 1000
         return CaseRun(case_id=case_id, source_ref=source_ref, status=outcome.status, error=outcome.error,
@@ -211,15 +220,17 @@ def replay(exam: Exam, repo: Path, adapter: HarnessAdapter, *, parent: Path, env
         else:
             probes = run_probes(exam, tree.path, files, env=environ, timeout=probe_timeout, heartbeat=heartbeat)
     return Replay(outcome=outcome, files_changed=files, probes=probes, worktree_name=name, started_at=started,
-                  ended_at=ended, adapter=adapter.name, probes_skipped=skipped, guarantees=adapter.guarantees)
+                  ended_at=ended, adapter=adapter.name, probes_skipped=skipped, guarantees=adapter.guarantees,
+                  tool_names=dict(adapter.tool_names))
 
 
 @functools.cache
 def _harnesses() -> dict[str, type[HarnessAdapter]]:
     from .claude_code import ClaudeCodeHarness
+    from .codex import CodexHarness
     from .command_agent import CommandHarness
 
-    return {adapter.name: adapter for adapter in (ClaudeCodeHarness, CommandHarness)}
+    return {adapter.name: adapter for adapter in (ClaudeCodeHarness, CodexHarness, CommandHarness)}
 
 
 def __getattr__(name: str) -> Any:

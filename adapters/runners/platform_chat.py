@@ -13,7 +13,8 @@ agent's reply, until the caller hangs up or its turn cap is reached. :func:`conv
 - cost (the sum of what the vendor reported; None if it reported nothing), the vendor's references
   and payloads;
 - a vendor error (classified and retried by the client) stops the conversation: it is kept as the
-  case run's error with the partial transcript, so the case is an ERROR, never a FAIL. A
+  case run's error with the partial transcript, so the case is an ERROR, never a FAIL. So does the
+  run's deadline (``Conversation.timed_out``), after which the runner stops (:class:`CaseCutShort`). A
   :class:`ConfigError` (a refused key, no caller model) is not a case's problem and propagates.
 
 :func:`scratch_object` provisions a vendor object for one run: recorded in the catalog and torn down at
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from assay.core.compiled import CompiledConfig, config_problems
-from assay.core.errors import RunnerError, VendorError
+from assay.core.errors import DeadlineError, RunnerError, VendorError
 from assay.core.evidence import CaseRun, Report, ToolCall, Turn
 from assay.core.redact import redact
 from assay.core.runner import CaseSpec, RunContext, Runner, RunJob, new_suffix
@@ -68,6 +69,8 @@ class Conversation:
     payloads: list[dict[str, Any]] = field(default_factory=list)
     duration_ms: float = 0.0
     error: str | None = None
+    timed_out: DeadlineError | None = None
+    """Set when the run's deadline cut the conversation short (``error`` then says so)."""
 
     def case_run(self, case_id: str, *, source_ref: str = "", artefact: dict[str, Any] | None = None) -> CaseRun:
         """The case run's evidence (status ``error`` with the vendor's message when cut short)."""
@@ -106,6 +109,9 @@ def converse(caller: Caller, send: Callable[[str], AgentReply], *, heartbeat: Ca
         except VendorError as exc:
             conv.error = str(exc)
             break
+        except DeadlineError as exc:  # what was said before it is evidence: kept, and the run stops after this case
+            conv.error, conv.timed_out = str(exc), exc
+            break
         finally:
             heartbeat()
         arrived = clock() - start
@@ -118,6 +124,37 @@ def converse(caller: Caller, send: Callable[[str], AgentReply], *, heartbeat: Ca
         conv.payloads.append(answer.payload)
     conv.duration_ms = (clock() - start) * 1000
     return conv
+
+
+class CaseCutShort(DeadlineError):
+    """The run's deadline cut a case short; ``case_run`` holds what the vendor answered before it."""
+
+    def __init__(self, case_run: CaseRun, cause: DeadlineError):
+        super().__init__(cause.vendor, cause.waited)
+        self.case_run = case_run
+
+
+def case_reports(job: RunJob, runner: str, batch_size: int, run_case: Callable[[CaseSpec], CaseRun],
+                 heartbeat: Callable[[], None]) -> Iterator[Report]:
+    """The job's case runs, ``batch_size`` to a report, the lease renewed after each case.
+
+    When the run's deadline cuts a case short (:class:`DeadlineError`: the vendor's client stops waiting a
+    moment before the deadline), the cases done so far and that one (an error saying it timed out, with
+    what was said before it when ``run_case`` raised :class:`CaseCutShort`) are reported, then the error is
+    raised again: the run ends ``timed_out`` with what the vendor answered kept.
+    """
+    for batch_no, start in enumerate(range(0, len(job.cases), batch_size)):
+        runs: list[CaseRun] = []
+        for case in job.cases[start : start + batch_size]:
+            try:
+                runs.append(run_case(case))
+            except DeadlineError as exc:
+                runs.append(exc.case_run if isinstance(exc, CaseCutShort) else
+                            CaseRun(case_id=case.case_id, source_ref=case.source_ref, status="error", error=str(exc)))
+                yield Report.from_case_runs(f"{job.run_id}:{runner}:{batch_no}", runs)
+                raise
+            heartbeat()
+        yield Report.from_case_runs(f"{job.run_id}:{runner}:{batch_no}", runs)
 
 
 @contextmanager
@@ -233,4 +270,5 @@ def _mock_servers() -> list[type[Runner]]:
     return [r for r in registered().values() if getattr(r, "tool_mocks", None) == "served"]
 
 
-__all__ = ["EXAMPLE_CONFIG", "MockSupport", "AgentReply", "Conversation", "PlatformRunner", "converse", "scratch_object"]
+__all__ = ["EXAMPLE_CONFIG", "MockSupport", "AgentReply", "CaseCutShort", "Conversation", "PlatformRunner", "case_reports",
+           "converse", "scratch_object"]

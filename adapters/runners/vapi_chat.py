@@ -22,24 +22,32 @@ a malformed config makes every case run an ERROR naming the field, and creates n
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from typing import Any, ClassVar
 
-from assay.core.compiled import CompiledConfig
 from assay.core.errors import ConfigError, VendorError
 from assay.core.evidence import CaseRun, Report
 from assay.core.mechanisms import mechanisms_of
 from assay.core.redact import redact
-from assay.core.runner import CaseSpec, Heartbeat, RunJob, ScratchObject
+from assay.core.runner import CaseSpec, Heartbeat, RunJob, ScratchObject, new_suffix
 from assay.core.settings import Settings
 
 from ..caller import DEFAULT_MAX_TURNS, Caller, caller_client, caller_for
 from ..http import RetryPolicy
 from ..tool_mocks import MockLog, MockServer
-from ..vapi import VapiApi, assistant_body
-from .platform_chat import AgentReply, MockSupport, PlatformRunner, converse, scratch_object
+from ..vapi import VapiApi, assistant_body, vendor_name
+from .platform_chat import (
+    AgentReply,
+    CaseCutShort,
+    MockSupport,
+    PlatformRunner,
+    case_reports,
+    converse,
+    scratch_object,
+)
 
 class VapiChatRunner(PlatformRunner):
     """Chats with a scratch VAPI assistant built from the compiled config; one conversation per case."""
@@ -75,13 +83,13 @@ class VapiChatRunner(PlatformRunner):
             callers = self._callers(job.cases, settings, stack)  # a missing caller model fails before anything is created
             server = stack.enter_context(MockServer.from_settings(mocks, settings)) if mocks is not None else None
             api = stack.enter_context(self.api())
+            api.client.until(job.waits_until)
             url = server.url if server is not None else None
             create = lambda name: api.create_assistant(assistant_body(config, name, self.model, url))  # noqa: E731
             assistant_id = stack.enter_context(scratch_object(heartbeat, "assistant", create, api.delete_assistant))
-            for batch_no, start in enumerate(range(0, len(job.cases), self.batch_size)):
-                runs = [self._case_run(api, assistant_id, case, callers[case.case_id], heartbeat, redact(raw), server)
-                        for case in job.cases[start : start + self.batch_size]]
-                yield Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}", runs)
+            artefact = redact(raw)
+            yield from case_reports(job, self.name, self.batch_size, lambda case: self._case_run(
+                api, assistant_id, case, callers[case.case_id], heartbeat, artefact, server, run_id=job.run_id), heartbeat)
 
     def _callers(self, cases: Sequence[CaseSpec], settings: Settings, stack: ExitStack) -> dict[str, Caller]:
         client = None
@@ -94,21 +102,28 @@ class VapiChatRunner(PlatformRunner):
 
     @staticmethod
     def _case_run(api: VapiApi, assistant_id: str, case: CaseSpec, caller: Caller, heartbeat: Heartbeat,
-                  artefact: dict[str, Any], server: MockServer | None = None) -> CaseRun:
+                  artefact: dict[str, Any], server: MockServer | None = None, *, run_id: str = "") -> CaseRun:
         previous: str | None = None
+        conversation = f"{run_id}:{case.case_id}:{case.source_ref}:{new_suffix()}"
+        turns = itertools.count()
 
         def send(text: str) -> AgentReply:
             nonlocal previous
-            answer = api.chat(assistant_id, text, previous)
+            # each chat is named for this run, case, conversation and turn: one whose answer is lost is found, not re-made
+            answer = api.chat(assistant_id, text, previous, marker=vendor_name(f"{conversation}:{next(turns)}"))
             previous = answer.ref
             return answer
 
         if server is None:
-            return converse(caller, send, heartbeat=heartbeat).case_run(case.case_id, source_ref=case.source_ref,
-                                                                      artefact=artefact)
-        with server.conversation(case.situation.get("world") or {}) as log:
             conversation = converse(caller, send, heartbeat=heartbeat)
-        return with_mock_log(conversation.case_run(case.case_id, source_ref=case.source_ref, artefact=artefact), log)
+            run = conversation.case_run(case.case_id, source_ref=case.source_ref, artefact=artefact)
+        else:
+            with server.conversation(case.situation.get("world") or {}) as log:
+                conversation = converse(caller, send, heartbeat=heartbeat)
+            run = with_mock_log(conversation.case_run(case.case_id, source_ref=case.source_ref, artefact=artefact), log)
+        if conversation.timed_out is not None:  # the run's deadline: this case's evidence is kept, the run stops
+            raise CaseCutShort(run, conversation.timed_out)
+        return run
 
     def teardown(self, objects: Sequence[ScratchObject]) -> dict[str, str | None]:
         """Delete scratch assistants by id, or by name when the id was never recorded; gone counts as deleted."""

@@ -12,7 +12,8 @@ checkpoints could not say which assertion failed. A case with no assertion VAPI 
 one eval whose checkpoints accept any reply, so every case run has a transcript.
 
 All evals are started, then polled (``GET /eval/run/{id}``) until they end, renewing the lease every
-round and giving up at the job's ``deadline_at`` (or ``max_wait``). Each translated assertion's
+round and giving up at the job's deadline (or ``max_wait``), a moment before it
+(:data:`~assay.core.runner.REPORT_RESERVE`) so that what is still unknown is reported in time. Each translated assertion's
 verdict is reported as the runner evaluation ``native_evaluation_name(key)`` (evaluator ``vapi:eval``,
 verdict pass/fail; ``error`` when the eval run ended in error, ``unknown`` when it had not ended), which
 judging maps onto that assertion. Assertions with no home are not declared in :attr:`mechanisms`, so
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from assay.core.errors import VendorError
+from assay.core.errors import DeadlineError, VendorError
 from assay.core.evidence import CaseRun, Evaluation, Report, native_evaluation_name
 from assay.core.redact import redact
 from assay.core.runner import AssertionSpec, CaseSpec, Heartbeat, RunJob, new_suffix
@@ -89,6 +90,7 @@ class VapiEvalsRunner(VapiChatRunner):
             return
         with ExitStack() as stack:
             api = stack.enter_context(self.api())
+            api.client.until(job.waits_until)
             create = lambda name: api.create_assistant(assistant_body(config, name, self.model))  # noqa: E731
             assistant_id = stack.enter_context(scratch_object(heartbeat, "assistant", create, api.delete_assistant))
             evals = {c.case_id: self._start(api, stack, heartbeat, assistant_id, c, job.assertions) for c in job.cases}
@@ -112,7 +114,7 @@ class VapiEvalsRunner(VapiChatRunner):
                 make = lambda name, plan=plan: api.create_eval(mock_conversation(name, turns, plan))  # noqa: E731
                 eval_id = stack.enter_context(scratch_object(heartbeat, "eval", make, api.delete_eval, label=label))
                 ev.run_id = api.run_eval(eval_id, assistant_id)
-            except VendorError as exc:
+            except (VendorError, DeadlineError) as exc:  # the deadline too: what was started is still reported
                 ev.error = str(exc)
             heartbeat()
             out.append(ev)
@@ -121,9 +123,7 @@ class VapiEvalsRunner(VapiChatRunner):
     def _poll(self, api: VapiApi, evals: list[_Eval], heartbeat: Heartbeat, job: RunJob) -> None:
         """Poll every started eval run until all have ended, or the deadline (or ``max_wait``) has passed."""
         started = self.clock()
-        deadline = job.deadline_at
-        if deadline is not None and deadline.tzinfo is None:  # a catalog that stores naive UTC
-            deadline = deadline.replace(tzinfo=UTC)
+        until = job.waits_until  # the deadline less the time kept to report what is still unknown
         while True:
             for ev in evals:
                 if ev.run_id and not ev.ended and ev.error is None:
@@ -131,13 +131,15 @@ class VapiEvalsRunner(VapiChatRunner):
                         ev.run = api.eval_run(ev.run_id)
                     except VendorError as exc:
                         ev.error = str(exc)
+                    except DeadlineError:  # the poll itself reached the deadline: what is not known stays unknown
+                        return
             heartbeat()
             waiting = [ev for ev in evals if ev.run_id and not ev.ended and ev.error is None]
             now = self.clock()
-            if not waiting or (deadline is not None and now >= deadline) \
-                    or (now - started).total_seconds() >= self.max_wait:
+            left = (until - now).total_seconds() if until is not None else None
+            if not waiting or (left is not None and left <= 0) or (now - started).total_seconds() >= self.max_wait:
                 return
-            self.sleep(self.poll_interval)
+            self.sleep(self.poll_interval if left is None else min(self.poll_interval, left))
 
     def _case_run(self, case: CaseSpec, evals: list[_Eval]) -> CaseRun:
         """The case's evidence: the first ended eval's conversation, VAPI's verdict per assertion."""
@@ -176,6 +178,10 @@ def _why_not(ev: _Eval) -> str:
     if not ev.ended:
         return f"VAPI eval run {ev.run_id} had not ended by the run's deadline (status {ev.run.get('status', 'queued')})"
     reason = ev.run.get("endedReason")
+    result = (ev.run.get("results") or [{}])[0]
+    status = result.get("status") if isinstance(result, dict) else None
+    if reason == "mockConversation.done" and status not in (None, "pass", "fail"):
+        return f"VAPI eval run {ev.run_id} ended with result status {status!r}, which VAPI does not document (pass, fail)"
     message = ev.run.get("endedMessage") or "no results"
     return f"VAPI eval run {ev.run_id} ended {reason}: {message}"
 

@@ -156,14 +156,18 @@ class CatalogLedger:
             if conn.execute(stmt, {"b_run": lease.run_id, "b_owner": lease.owner, "b_now": now, **params}).rowcount != 1:
                 raise self._why_not(conn, lease.run_id, lease.owner, now)
 
-    def time_out(self, run_id: str) -> bool:
+    def time_out(self, run_id: str, *, owner: str | None = None) -> bool:
         """Resolve one open run whose deadline has passed to ``timed_out`` (what the reaper does for all);
-        False if it was not open or its deadline had not passed."""
+        False if it was not open or its deadline had not passed. With ``owner``, the run's lease holder ends
+        its own run so when it stopped waiting at the deadline (its waits end a moment before it, to leave
+        time to store what arrived)."""
         now = self.clock()
-        stmt = runs.update().where(
-            runs.c.run_id == run_id, runs.c.finalised_at.is_(None), runs.c.deadline_at <= now
-        ).values(status="timed_out", status_reason="deadline_passed", finalised_at=now, lease_owner=None,
-                 lease_expires_at=None)
+        due = runs.c.deadline_at <= now
+        if owner is not None:
+            due = sa.or_(due, sa.and_(runs.c.deadline_at.is_not(None), runs.c.lease_owner == owner))
+        stmt = runs.update().where(runs.c.run_id == run_id, runs.c.finalised_at.is_(None), due).values(
+            status="timed_out", status_reason="deadline_passed", finalised_at=now, lease_owner=None,
+            lease_expires_at=None)
         with self.engine.begin() as conn:
             done = conn.execute(stmt).rowcount == 1
         if done:

@@ -25,16 +25,23 @@ _CASE_RUN_FIELDS = pa.schema([
     *map(_str, ["case_run_id", "run_id", "suite_id", "case_key", "runner", "request_id", "case_snapshot",
                 "case_snapshot_hash"]), _REPORTED_AT, *case_run_schema()])
 _V1_TURN = pa.struct([("role", pa.string()), ("text", pa.string()), ("t", pa.float64())])
+_VENDOR_COST = ("vendor_cost", "vendor_cost_unit")
+_V2_CASE_RUN_FIELDS = pa.schema([f for f in _CASE_RUN_FIELDS if f.name not in _VENDOR_COST])
 
 CASE_RUNS = lake_table(
     "case_runs",
-    2,
+    3,
     _CASE_RUN_FIELDS,
     natural_key=["case_run_id"],
     checks={"status": [isin(CASE_RUN_STATUSES)], "transcript": [list_field_isin("role", TURN_ROLES)]},
-    # v1's turns had no end_t: they read it null (the transcript column is widened on read).
-    older=[OlderVersion(1, _CASE_RUN_FIELDS.set(_CASE_RUN_FIELDS.get_field_index("transcript"),
-                                                pa.field("transcript", pa.list_(_V1_TURN))), {})],
+    older=[
+        # v1's turns had no end_t: they read it null (the transcript column is widened on read).
+        OlderVersion(1, _V2_CASE_RUN_FIELDS.set(_V2_CASE_RUN_FIELDS.get_field_index("transcript"),
+                                                pa.field("transcript", pa.list_(_V1_TURN))),
+                     dict.fromkeys(_VENDOR_COST)),
+        # v2 had no vendor_cost/vendor_cost_unit: its rows read null (their cost is cost_usd, dollars or nothing).
+        OlderVersion(2, _V2_CASE_RUN_FIELDS, dict.fromkeys(_VENDOR_COST)),
+    ],
 )
 
 _EVALUATION_FIELDS = pa.schema(

@@ -6,8 +6,9 @@ transcript files as the harness writes them and ``expected.json``, the Session i
 every ``expected.json`` from what the adapters read now (review the diff by eye before keeping it).
 
 For every case the kit also checks properties no golden file can forget: calls paired or listed unmatched,
-call ids unique, tokens equal to an independent count over the raw lines, written files named by calls, and
-discovery through a fake home directory built in a temporary folder.
+call ids unique, tokens equal to an independent count over the raw lines, written files named by calls (and,
+where the adapter marks each call's writes, exactly those), and discovery through a fake home directory built
+in a temporary folder (a Windows session's through its adapter, with Windows path rules).
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath, PureWindowsPath
 
 import pytest
 
 from assay.adapters.capture import (CAPTURE_ADAPTERS, capture_adapter, find_session, find_sessions,
                                     read_session)
-from assay.adapters.capture.base import json_lines
+from assay.adapters.capture.base import is_windows_path, json_lines, within
 from assay.adapters.capture.claude_code import encode_cwd
 from assay.core.errors import AmbiguousError, NotFoundError, UsageError
-from assay.core.session import Session
+from assay.core.session import Session, strings_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
 REGENERATE = os.environ.get("ASSAY_REGENERATE_GOLDENS") == "1"
@@ -114,10 +115,14 @@ def test_calls_are_paired_or_listed(harness: str, case: Path) -> None:
 @pytest.mark.parametrize("harness,case", CASES, ids=CASE_IDS)
 def test_files_and_subagents_are_read_off_the_calls(harness: str, case: Path) -> None:
     session = read_session(_transcript(case), harness=harness)
-    named = [json.dumps(c.input, ensure_ascii=False) for c in session.tool_calls if c.status == "ok"]
+    named = [s for c in session.tool_calls if c.status == "ok" for s in strings_of(c.input)]
     for path in (*session.files_written, *session.files_read):
         assert any(path in text for text in named), f"{path} is named by no successful call"
     assert len(set(session.files_written)) == len(session.files_written)
+    marked = [path for c in session.tool_calls for path in c.writes]
+    assert all(c.status == "ok" for c in session.tool_calls if c.writes), "a failed call marked as a write"
+    if marked:
+        assert set(marked) == set(session.files_written), "files written are the calls' own writes"
     assert session.cost_usd is None
     for sub in session.subagents:
         assert sub.turns == sum(1 for t in session.turns if t.agent_id == sub.agent_id)
@@ -152,13 +157,18 @@ def _claude_tokens(session: Session) -> dict[str | None, dict[str, int]]:
 
 
 def _codex_tokens(session: Session) -> dict[str | None, dict[str, int]]:
-    """The last running total the rollout reports (never a sum), as input + output."""
-    last = None
-    for _, record in json_lines(Path(session.capture.files[0])):
-        payload = (record or {}).get("payload") or {}
+    """The last running total the rollout reports (never a sum), as input + output; a fork's less the total its
+    copy of the earlier rollout ends with (the copy is the lines stamped with the instant of the copied
+    ``session_meta``, the file's second line, and the fork's own total goes on from it)."""
+    records = [r for _, r in json_lines(Path(session.capture.files[0])) if r]
+    copied_at = records[1].get("timestamp") if len(records) > 1 and records[1].get("type") == "session_meta" else None
+    last = copied = 0
+    for record in records:
+        payload = record.get("payload") or {}
         if payload.get("type") == "token_count" and payload.get("info"):
-            last = payload["info"]["total_token_usage"]
-    return {None: {"total": last["total_tokens"] if last else 0}}
+            last = payload["info"]["total_token_usage"]["total_tokens"]
+            copied = last if record.get("timestamp") == copied_at else copied
+    return {None: {"total": last - copied}}
 
 
 TOKEN_ORACLES: dict[str, Callable[[Session], dict[str | None, dict[str, int]]]] = {
@@ -207,26 +217,40 @@ INSTALLERS: dict[str, tuple[Callable[[Path, Session, Path, str], dict[str, str]]
 """How to put a case where the harness keeps its transcripts, in each layout the harness uses."""
 
 
+def _repo_path(cwd: str) -> PurePath:
+    """A session's starting directory as a path of its own system (a drive-letter path is a Windows one)."""
+    return PureWindowsPath(cwd) if is_windows_path(cwd) else Path(cwd)
+
+
+def _find(repo: PurePath, environ: dict[str, str]) -> list:
+    """:func:`find_sessions`; a Windows repository read on another system is given to each adapter as it is
+    (``find_sessions`` makes a path absolute on this machine, which a drive-letter path is not here)."""
+    if isinstance(repo, Path):
+        return find_sessions(repo, environ)
+    return [ref for adapter in CAPTURE_ADAPTERS.values() for ref in adapter().discover(Path(str(repo)), environ)]
+
+
 @pytest.mark.parametrize("harness,case", CASES, ids=CASE_IDS)
 def test_discovery_finds_the_session_for_its_repo_only(harness: str, case: Path, tmp_path: Path) -> None:
     session = read_session(_transcript(case), harness=harness)
     install, layouts = INSTALLERS[harness]
     assert session.cwd
-    repo = Path(session.cwd)
+    repo = _repo_path(session.cwd)
     for layout in layouts:
         home = tmp_path / layout
         environ = install(case, session, home, layout)
-        found = find_sessions(repo, environ)
+        found = _find(repo, environ)
         assert [(r.session_id, r.harness) for r in found] == [(session.session_id, harness)], layout
         ref = found[0]
         assert Path(ref.path).name == _transcript(case).name and Path(ref.path).is_relative_to(home)
         assert (ref.cwd, ref.started_at, ref.ended_at) == (session.cwd, session.started_at, session.ended_at)
         assert ref.first_prompt and "\n" not in ref.first_prompt
         assert read_session(Path(ref.path)).session_id == session.session_id
-        assert find_sessions(repo.parent, environ) == found, "a session inside the repo is the repo's"
-        for other in (repo.parent / "other-app", Path(f"{repo}-v2"), repo / "sub"):
-            assert find_sessions(other, environ) == [], f"{layout}: found for {other}"
-        assert find_session(repo, session.session_id[:8], environ) == ref
+        assert _find(repo.parent, environ) == found, "a session inside the repo is the repo's"
+        for other in (repo.parent / "other-app", type(repo)(f"{repo}-v2"), repo / "sub"):
+            assert _find(other, environ) == [], f"{layout}: found for {other}"
+        if isinstance(repo, Path):
+            assert find_session(repo, session.session_id[:8], environ) == ref
 
 
 def test_find_session_by_prefix_and_its_errors(tmp_path: Path) -> None:
@@ -237,7 +261,7 @@ def test_find_session_by_prefix_and_its_errors(tmp_path: Path) -> None:
         install(case, session, tmp_path, "home")
     repo = Path("/home/dev/acme-app")
     found = find_sessions(repo, environ)
-    assert len(found) == len(CASES)
+    assert len(found) == sum(within(read_session(_transcript(c), harness=h).cwd, repo) for h, c in CASES)
     starts = [r.started_at for r in found]
     assert starts == sorted(starts, reverse=True), "newest first"
     assert {r.harness for r in found} == set(CAPTURE_ADAPTERS)

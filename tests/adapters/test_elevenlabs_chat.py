@@ -34,6 +34,8 @@ CONFIG = {
 SCRIPTED = {"caller": "Dana, homeowner", "wants": "A same-day repair", "must_be_told": ["The address is not served"],
             "world": {"check_service_area": {"served": False}}, "turns": ["My ZIP is 60827.", "So you can't come?"]}
 SIMULATED = {"caller": "Marcus, tenant", "wants": "The water stopped"}
+NO_CONFIG = {"conversation_config": {}}
+"""The least an agent is created with: the document requires a conversation config, which may be empty."""
 
 
 @pytest.fixture
@@ -186,9 +188,9 @@ def _only_run_id(engine: sa.Engine) -> str:
 def test_teardown_finds_an_agent_by_name_and_counts_gone_as_deleted(fake: Any) -> None:
     runner, _ = _runner(fake)
     with runner.api() as api:
-        named = [api.create_agent({"name": "assay-r1-agent-x"}) for _ in range(3)]  # a crash left these behind
-        other = api.create_agent({"name": "assay-r1-agent-xy"})
-        kept = api.create_agent({"name": "someone else's"})
+        named = [api.create_agent({"name": "assay-r1-agent-x", **NO_CONFIG}) for _ in range(3)]  # a crash left these behind
+        other = api.create_agent({"name": "assay-r1-agent-xy", **NO_CONFIG})
+        kept = api.create_agent({"name": "someone else's", **NO_CONFIG})
     objects = [ScratchObject("s1", "r1", "elevenlabs_chat", "agent", "assay-r1-agent-x"),
                ScratchObject("s2", "r1", "elevenlabs_chat", "agent", "assay-r1-agent-y", vendor_id="agent_gone"),
                ScratchObject("s3", "r1", "elevenlabs_chat", "assistant", "assay-r1-assistant-z", vendor_id="a1")]
@@ -201,7 +203,7 @@ def test_teardown_finds_an_agent_by_name_and_counts_gone_as_deleted(fake: Any) -
 def test_find_agents_walks_every_page(fake: Any) -> None:
     runner, _ = _runner(fake)
     with runner.api() as api:
-        ids = [api.create_agent({"name": "assay-paged"}) for _ in range(5)]
+        ids = [api.create_agent({"name": "assay-paged", **NO_CONFIG}) for _ in range(5)]
         assert sorted(api.find_agents("assay-paged", page_size=2)) == sorted(ids)
 
 

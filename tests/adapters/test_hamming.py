@@ -7,6 +7,7 @@ Runner tests speak to the fake Hamming on loopback through the real HTTP client.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,8 +35,11 @@ def case(case_id: str, situation: dict[str, Any]) -> CaseSpec:
 
 
 def assertion(key: str, name: str | None = None, *, role: str | None = "hamming", case_id: str | None = None,
-              mechanism: str = "vendor.evaluation") -> AssertionSpec:
-    params = {"name": name} if name else {"text": "x"}
+              mechanism: str = "vendor.evaluation", vendor_id: str | None = None) -> AssertionSpec:
+    """One of our assertions; in Hamming's slot it names the assertion's id (the catalogue's, by name, unless given)."""
+    known = {n: i for i, n in CATALOGUE.items()}
+    params: dict[str, Any] = {"name": name, "vendor_id": vendor_id or known.get(name)} if name else {"text": "x"}
+    params = {k: v for k, v in params.items() if v is not None}
     return AssertionSpec(assertion_id=f"id-{key}", key=key, version=1, mechanism=mechanism, params=params,
                          role=role, case_id=case_id)
 
@@ -95,21 +99,19 @@ def test_a_situation_becomes_a_persona_and_scenario_facts() -> None:
     assert "scenarioFacts" not in scripted and "- Water everywhere!\n- Thanks" in scripted["persona"]["prompt"]
 
 
-def test_an_assertion_in_hammings_slot_must_name_a_hamming_assertion() -> None:
+def test_an_assertion_in_hammings_slot_must_name_a_hamming_assertion_by_id_and_name() -> None:
     with pytest.raises(ConfigError, match="assertion 'says_hi' has role 'hamming' but mechanism 'transcript.contains'"):
         h.slotted(job(assertion("says_hi", mechanism="transcript.contains")))
+    with pytest.raises(ConfigError, match=r"names Hamming assertion 'Not in the account' but not its id.*params.vendor_id"):
+        h.slotted(job(assertion("unnamed", "Not in the account")))
     assert h.slotted(job(GREETS, assertion("ours", "x", role=None))) == [GREETS]
 
 
-def test_names_resolve_to_ids_and_unknown_or_ambiguous_names_are_refused() -> None:
-    catalogue = {"assertions": [{"id": "a1", "name": "Greets the caller"}, {"id": "a2", "name": "Dup"},
-                                {"id": "a3", "name": "Dup"}]}
-    assert h.resolve([GREETS], catalogue) == {"id-greets": ("a1", "Greets the caller")}
-    with pytest.raises(ConfigError) as err:
-        h.resolve([BOOKS, assertion("dup", "Dup")], catalogue)
-    message = str(err.value)
-    assert "'books' names Hamming assertion 'Books a visit', which matches no assertion at Hamming" in message
-    assert "matches 2 (a2, a3)" in message and "Hamming's assertions: 'Dup', 'Greets the caller'" in message
+def test_the_bundle_is_the_mapping_and_one_id_under_two_names_is_refused() -> None:
+    assert h.selected([GREETS, BOOKS]) == {"id-greets": ("as-greet", "Greets the caller"),
+                                           "id-books": ("as-book", "Books a visit")}
+    with pytest.raises(ConfigError, match="Hamming assertion as-greet is named 'Greets the caller' and 'Says hello'"):
+        h.selected([GREETS, assertion("hello", "Says hello", vendor_id="as-greet")])
 
 
 def test_the_provider_reference_round_trips_and_a_foreign_one_is_refused() -> None:
@@ -206,14 +208,28 @@ def test_a_cancelled_run_leaves_error_case_runs(hamming: FakeHamming) -> None:
     assert meta["provider_status"] == "CANCELED"
 
 
+def test_only_documented_calls_are_made(hamming: FakeHamming) -> None:
+    runner = runner_for(hamming)
+    j = job(GREETS, BOOKS)
+    collected(runner, j, runner.submit(j))
+    calls = {(r["method"], re.sub(r"/tr_\w+/", "/{id}/", r["path"])) for r in hamming.requests}
+    assert calls == {("POST", "/test-runs/test-inbound-agent"), ("GET", "/test-runs/{id}/status"),
+                     ("GET", "/test-runs/{id}/results")}
+
+
+def test_an_assertion_id_the_account_lacks_is_refused_by_hamming_at_submission(hamming: FakeHamming) -> None:
+    with pytest.raises(PermanentVendorError, match=r"HTTP 400.*unknown assertion ids \['as-gone'\]"):
+        runner_for(hamming).submit(job(assertion("gone", "Was deleted", vendor_id="as-gone")))
+
+
 def test_missing_settings_and_a_bad_key_are_named_without_the_key(hamming: FakeHamming) -> None:
     with pytest.raises(ConfigError, match="ASSAY_HAMMING_TEST_CASE_ID"):
         runner_for(hamming, hamming_test_case_id=None).submit(job())
     with pytest.raises(ConfigError, match="ASSAY_HAMMING_API_KEY"):
         HammingRunner(settings=Settings(hamming_base_url=hamming.url)).client
-    with pytest.raises(PermanentVendorError) as err:
+    with pytest.raises(ConfigError, match=r"Hamming refused the key \(HTTP 401.*check ASSAY_HAMMING_API_KEY") as err:
         runner_for(hamming, hamming_api_key="wrong-key-0123456789").submit(job(GREETS))
-    assert err.value.status == 401 and "wrong-key" not in str(err.value)
+    assert "wrong-key" not in str(err.value)
 
 
 def test_rate_limits_are_waited_out_as_hamming_asks(hamming: FakeHamming) -> None:

@@ -165,8 +165,9 @@ def _spoil_after_creation(runner: VapiChatRunner, vapi: FakeVapi, **faults) -> V
 
 
 @pytest.mark.parametrize("faults,said", [
-    ({"malformed": 1}, "vapi: HTTP 200: the body is not JSON"),
-    ({"server_errors": 3}, "vapi: HTTP 503: Service temporarily unavailable"),
+    ({"rate_limited": 3, "retry_after": 0}, "vapi: HTTP 429: Too many concurrent requests"),
+    # the chat, then the three tries of looking it up: nobody can tell whether VAPI made it
+    ({"server_errors": 4}, "vapi: HTTP 503: Service temporarily unavailable; not sent again"),
 ])
 def test_a_vendor_error_makes_that_case_run_an_error_not_a_fail(engine: sa.Engine, lake: Lake, vapi: FakeVapi,
                                                                 faults: dict, said: str) -> None:
@@ -179,14 +180,27 @@ def test_a_vendor_error_makes_that_case_run_an_error_not_a_fail(engine: sa.Engin
     assert vapi.live_objects().get("assistant") is None
 
 
+@pytest.mark.parametrize("faults", [{"malformed": 1}, {"truncated": 1}, {"server_errors": 1}],
+                         ids=["malformed", "truncated", "5xx"])
+def test_a_chat_whose_answer_was_lost_is_found_never_made_twice(engine: sa.Engine, lake: Lake, vapi: FakeVapi,
+                                                               faults: dict) -> None:
+    suite = _suite(engine, first={"caller": "A", "turns": TURNS})
+    run_id, result, _ = run(engine, lake, suite, _spoil_after_creation(_runner(vapi), vapi, **faults))
+    [row] = case_runs(lake, run_id).to_dicts()
+    assert result.error is None and row["status"] == "executed"
+    assert len(vapi.objects("chat")) == len(TURNS)  # one billed chat per caller turn, none twice
+    assert [t["role"] for t in row["transcript"]] == ["caller", "agent"] * len(TURNS)
+
+
 def test_a_refused_key_fails_the_run_naming_the_setting_never_the_key(engine: sa.Engine, lake: Lake, vapi: FakeVapi) -> None:
     wrong = "wrong-key-9876543210"
-    run_id, result, _ = run(engine, lake, _suite(engine), _runner(vapi, settings=_settings(vapi, key=wrong)))
+    run_id, result, ledger = run(engine, lake, _suite(engine), _runner(vapi, settings=_settings(vapi, key=wrong)))
     assert result.error is not None and "ASSAY_VAPI_API_KEY" in result.error and "401" in result.error
     assert wrong not in result.error and KEY not in result.error
     assert vapi.live_objects() == {} and case_runs(lake, run_id).height == 0
-    [row] = scratch_rows(engine, run_id)  # recorded before creation; teardown could not run with that key either
-    assert row.vendor_id is None and row.deleted_at is None and wrong not in (row.last_error or "")
+    [row] = scratch_rows(engine, run_id)  # recorded before creation, closed when VAPI refused it
+    assert row.vendor_id is None and row.deleted_at is not None and wrong not in (row.last_error or "")
+    assert ledger.scratch.abandoned() == []  # `assay reap` has nothing to look for: it was never created
 
 
 def test_a_missing_key_is_a_clear_error_and_settings_come_from_the_environment(

@@ -12,6 +12,7 @@ from fake_servers import fake_elevenlabs
 
 from assay.fakes.brain import LATER_REPLY
 from assay.fakes.elevenlabs import GOODBYE, FakeElevenLabs
+from assay.fakes.openapi import elevenlabs_document
 
 AGENTS = "/v1/convai/agents"
 TOOL = {"type": "client", "name": "check_service_area", "description": "Is a ZIP inside the area?",
@@ -77,23 +78,30 @@ def test_agents_create_get_patch_list_delete(fake: FakeElevenLabs, http: httpx.C
 
 
 @pytest.mark.parametrize("body,loc", [
-    ({**AGENT, "model": "gpt"}, ["body", "model"]),
-    ({"conversation_config": {"agent": {"prompt": {"prompt": "x", "tools": [{**TOOL, "type": "function"}]}}}},
-     ["body", "conversation_config", "agent", "prompt", "tools", 0, "type"]),
+    ({"name": "no config"}, ["body", "conversation_config"]),
+    ({"conversation_config": {"agent": {"prompt": {"prompt": "x", "tools": [{**TOOL, "name": "check area"}]}}}},
+     ["body", "conversation_config", "agent", "prompt", "tools", 0, "name"]),  # inside the branch its type names
     ({"conversation_config": {"agent": {"prompt": {"prompt": 5}}}}, ["body", "conversation_config", "agent", "prompt", "prompt"]),
+    ({"conversation_config": {"agent": {"prompt": {"llm": "gpt-0"}}}}, ["body", "conversation_config", "agent", "prompt", "llm"]),
 ])
-def test_a_body_off_the_documented_shape_is_422(http: httpx.Client, body: dict[str, Any], loc: list[Any]) -> None:
+def test_a_body_the_published_document_refuses_is_422(http: httpx.Client, body: dict[str, Any], loc: list[Any]) -> None:
     answer = http.post(f"{AGENTS}/create", json=body)
     assert answer.status_code == 422
-    [problem] = answer.json()["detail"]
+    problem = answer.json()["detail"][0]
     assert problem["loc"] == loc and problem["msg"] and problem["type"]
 
 
-def test_a_simulation_body_with_an_unknown_field_is_422(http: httpx.Client) -> None:
+def test_a_simulation_body_without_its_simulated_user_is_422(http: httpx.Client) -> None:
     agent_id = _agent(http)
-    answer = _simulate(http, agent_id, spec={"simulated_user": {}})
+    answer = http.post(f"{AGENTS}/{agent_id}/simulate-conversation", json={"simulation_specification": {"simulated_user": {}}})
     assert answer.status_code == 422
-    assert answer.json()["detail"][0]["loc"] == ["body", "simulation_specification", "simulated_user"]
+    assert answer.json()["detail"][0]["loc"] == ["body", "simulation_specification", "simulated_user_config"]
+
+
+@pytest.mark.parametrize("query,loc", [({"page_size": "101"}, ["query", "page_size"]), ({"pagesize": "5"}, ["query", "pagesize"])])
+def test_a_query_the_published_document_refuses_is_422(http: httpx.Client, query: dict[str, str], loc: list[str]) -> None:
+    answer = http.get(AGENTS, params=query)
+    assert answer.status_code == 422 and answer.json()["detail"][0]["loc"] == loc
 
 
 @pytest.mark.parametrize("code", [None, "rate_limit_exceeded"])
@@ -198,3 +206,54 @@ def test_an_unknown_agent_and_a_malformed_answer(fake: FakeElevenLabs, http: htt
     assert answer.status_code == 200
     with pytest.raises(ValueError):
         answer.json()
+
+
+def _checked(answer: httpx.Response, method: str, template: str) -> Any:
+    """An answer's body, after checking it against the response schema ElevenLabs' document gives its status."""
+    body = answer.json() if answer.content else None
+    assert elevenlabs_document().response_problems(method, template, answer.status_code, body) == [], (template, body)
+    return body
+
+
+def test_every_answer_is_in_the_shape_the_published_document_gives(http: httpx.Client) -> None:
+    agent_id = _checked(http.post(f"{AGENTS}/create", json=AGENT), "POST", f"{AGENTS}/create")["agent_id"]
+    _checked(http.get(AGENTS, params={"page_size": 1, "search": "assay"}), "GET", AGENTS)
+    _checked(http.get(f"{AGENTS}/{agent_id}"), "GET", AGENTS + "/{agent_id}")
+    _checked(http.patch(f"{AGENTS}/{agent_id}", json={"name": "renamed"}), "PATCH", AGENTS + "/{agent_id}")
+    mock = {"check_service_area": {"default_return_value": '{"served": false}', "default_is_error": False}}
+    criteria = [{"id": "goal", "name": "Goal", "type": "prompt", "conversation_goal_prompt": "Books a visit"}]
+    simulated = _simulate(http, agent_id, '1. "My ZIP is 60827."', spec={"tool_mock_config": mock},
+                          extra_evaluation_criteria=criteria)
+    answer = _checked(simulated, "POST", AGENTS + "/{agent_id}/simulate-conversation")
+    assert any(t["tool_results"] for t in answer["simulated_conversation"])  # the tool turns were checked too
+    refused = http.post(f"{AGENTS}/create", json={"name": "no config"})
+    assert refused.status_code == 422 and _checked(refused, "POST", f"{AGENTS}/create")["detail"]
+
+
+def test_wild_modes_stray_from_the_document_as_they_say(fake: FakeElevenLabs, http: httpx.Client) -> None:
+    agent_id = _agent(http)
+    template = AGENTS + "/{agent_id}/simulate-conversation"
+    sim = f"POST {AGENTS}/*/simulate-conversation"
+    plain = _simulate(http, agent_id, '1. "Hello"').json()
+    fake.faults.wild = {"extra_keys": sim}
+    extra = _simulate(http, agent_id, '1. "Hello"').json()
+    assert extra["x_undocumented"] and extra["analysis"]["x_undocumented"]
+    assert all(t["x_undocumented"] for t in extra["simulated_conversation"])
+    fake.faults.wild = {"drop_optional": sim}
+    dropped = _simulate(http, agent_id, '1. "Hello"').json()
+    assert elevenlabs_document().response_problems("POST", template, 200, dropped) == []  # still documented
+    assert all(set(t) == {"role", "time_in_call_secs"} for t in dropped["simulated_conversation"])
+    fake.faults.wild = {"null_optional": sim}
+    nulled = _simulate(http, agent_id, '1. "Hello"').json()
+    assert [t["message"] for t in nulled["simulated_conversation"]] == [None] * len(plain["simulated_conversation"])
+    fake.faults.wild = {"unknown_enum": sim}
+    unlisted = _simulate(http, agent_id, '1. "Hello"').json()
+    assert {t["role"] for t in unlisted["simulated_conversation"]} == {"unlisted_value"}
+    assert unlisted["analysis"]["call_successful"] == "unlisted_value"
+    fake.faults.wild = {"error_200": sim}
+    error = _simulate(http, agent_id, '1. "Hello"')
+    assert error.status_code == 200 and error.json()["detail"]["message"]
+    assert http.post(f"{AGENTS}/create", json=AGENT).status_code == 200  # other answers stay as they were
+    fake.faults.wild = {"sideways": "*"}
+    misconfigured = http.get(AGENTS)
+    assert misconfigured.status_code == 500 and "unknown wild modes ['sideways']" in misconfigured.json()["detail"]["message"]

@@ -182,3 +182,40 @@ def test_eval_runs_honour_never_finish_finish_after_and_errors(vapi: FakeVapi) -
         vapi.faults.finish_after, vapi.faults.scripts = None, {"eval_error": "The Assistant returned an error"}
         failed = http.get(f"/eval/run/{_run(http, eval_id, assistant)}").json()
         assert (failed["endedReason"], failed["endedMessage"], failed["results"]) == ("error", "The Assistant returned an error", [])
+
+
+def _documented(answer: httpx.Response, method: str, template: str) -> dict:
+    """An answer's body, after checking it against the response schema VAPI's document gives its status. A chat's
+    ``messages`` (its context, which no adapter reads) is left out: the document's message items are call-transcript
+    shapes that contradict its own ``{role, content}`` example (the caveat in the vendor notes)."""
+    body = answer.json()
+    shown = {k: v for k, v in body.items() if k != "messages"} if template == "/chat" else body
+    assert vapi_document().response_problems(method, template, answer.status_code, shown) == [], (template, body)
+    return body
+
+
+def test_every_answer_is_in_the_shape_the_published_document_gives(vapi: FakeVapi) -> None:
+    vapi.faults.scripts = {"replies": [{"match": "606", "reply": "We serve that.", "tool": "check_area",
+                                        "arguments": {"zip": "60614"}, "result": {"inside": True}}]}
+    with _client(vapi) as http:
+        assistant = _documented(http.post("/assistant", json=ASSISTANT), "POST", "/assistant")["id"]
+        _documented(http.get("/assistant"), "GET", "/assistant")
+        _documented(http.get(f"/assistant/{assistant}"), "GET", "/assistant/{id}")
+        chat = _documented(http.post("/chat", json={"assistantId": assistant, "input": "My ZIP is 60614"}), "POST", "/chat")
+        assert [m["role"] for m in chat["output"]] == ["assistant", "tool", "assistant"]  # the tool turn was checked too
+        eval_id = _documented(http.post("/eval", json={"type": "chat.mockConversation", "messages": [
+            {"role": "user", "content": "hello"}, {"role": "assistant", "judgePlan": {"type": "regex", "content": "/.*/"}}]}),
+            "POST", "/eval")["id"]
+        _documented(http.get("/eval"), "GET", "/eval")
+        run = _documented(http.post("/eval/run", json={"type": "eval", "evalId": eval_id, "target": {
+            "type": "assistant", "assistantId": assistant}}), "POST", "/eval/run")
+        assert _documented(http.get(f"/eval/run/{run['id']}"), "GET", "/eval/run/{id}")["status"] == "ended"
+        _documented(http.delete(f"/eval/{eval_id}"), "DELETE", "/eval/{id}")
+        _documented(http.delete(f"/assistant/{assistant}"), "DELETE", "/assistant/{id}")
+
+
+def test_a_query_the_published_document_refuses_gets_400_saying_why(vapi: FakeVapi) -> None:
+    with _client(vapi) as http:
+        assert http.get("/eval", params={"limit": 5}).status_code == 200
+        answer = http.get("/eval", params={"limt": 5})
+    assert answer.status_code == 400 and "query.limt: not a parameter of GET /eval" in answer.json()["message"][0]

@@ -33,6 +33,13 @@ EXPECTED = {  # per vendor: matched call -> (case, verdict), the drafted call, t
                  "hamming-tcr_f04c8e3b": ("angry-billing-dispute", "error")},
                 "hamming-tcr_9b34c7e2", "hamming-tcr_2d7f6a10"),
 }
+COSTS = {  # per vendor: matched call -> (cost_usd, vendor_cost, vendor_cost_unit) as the lake holds them
+    "vapi": {"vapi-5b2d0e7a-0c39-4f7e-9a55-2f7d1c6b8e41": (0.212, 0.212, "USD"),
+             "vapi-7f3e9d21-b8a4-4c0e-9f6d-2a1b3c4d5e6f": (0.012, 0.012, "USD")},
+    "elevenlabs": {"elevenlabs-conv_01jdb2m4n6p8q0r2s4t6v8w0x2": (0.0831, 456.0, "credits"),  # its own dollar figure
+                   "elevenlabs-conv_01jdbh8k0m2n4p6q8r0s2t4v6w": (None, 0.0, "credits")},  # credits: never dollars
+    "hamming": {"hamming-tcr_5e1a90b7": (None, None, None), "hamming-tcr_f04c8e3b": (None, None, None)},
+}
 EVALUATORS = {"vapi": {"vapi:analysis"}, "elevenlabs": {"elevenlabs:analysis", "elevenlabs:criteria"},
               "hamming": {"hamming:test", "hamming:assertion", "hamming:metric"}}
 
@@ -127,6 +134,10 @@ def test_an_export_becomes_case_runs_with_the_vendors_verdicts(ws: Path, vendor:
     ok = next(c for c, (_, v) in matched.items() if v == "pass")
     assert {r["verdict"] for r in rows if r["source_ref"] == ok} >= {"pass"}
     assert "fail" not in {r["verdict"] for r in rows if r["source_ref"] == ok}
+    sql = ("SELECT source_ref, cost_usd, vendor_cost, vendor_cost_unit FROM case_runs "
+           f"WHERE run_id = '{run_id}' AND source_ref LIKE '{vendor}-%'")
+    costs = json.loads(cli(home, "query", sql, "--format", "json").stdout)
+    assert {r["source_ref"]: (r["cost_usd"], r["vendor_cost"], r["vendor_cost_unit"]) for r in costs} == COSTS[vendor]
 
 
 def test_a_draft_counts_only_once_accepted_and_loaded(ws: Path) -> None:
@@ -196,6 +207,33 @@ def test_a_malformed_export_names_the_record_and_field_and_writes_nothing(ws: Pa
     assert "expected a test run's results" in wrong.stderr
     unknown = cli(ws / "home", "calls", "import", "bland", str(bad), "--suite", SUITE, "--out", str(call_set), check=2)
     assert "no vendor 'bland'" in unknown.stderr and "elevenlabs" in unknown.stderr
+
+
+def test_a_truncated_export_names_where_it_breaks_and_writes_nothing(ws: Path) -> None:
+    call_set = ws / "demo" / "calls" / "northside-recorded.jsonl"
+    before = call_set.read_bytes()
+    lines = (FIXTURES / "elevenlabs-conversations.json").read_text().splitlines()
+    cut = ws / "cut.json"
+    cut.write_text("\n".join(lines[:30]) + "\n" + lines[30][:12])  # the download stopped on line 31
+    proc = cli(ws / "home", "calls", "import", "elevenlabs", str(cut), "--suite", SUITE, "--out", str(call_set),
+               check=1)
+    said = " ".join(proc.stderr.split())
+    assert f"{cut}: nothing written" in said and "line 31, column " in said and "cut short" in said
+    assert call_set.read_bytes() == before and not call_set.with_name("northside-recorded.drafts.yaml").exists()
+
+
+def test_a_webhook_body_imports_like_the_conversation_it_carries(ws: Path) -> None:
+    out = ws / "demo" / "calls" / "northside-recorded.jsonl"
+    body = json.loads(cli(ws / "home", "calls", "import", "elevenlabs", str(FIXTURES / "elevenlabs-post-call-"
+                                                                             "transcription.json"),
+                          "--suite", SUITE, "--out", str(out), "--json").stdout)
+    assert body["matched"] == [{"call_id": "elevenlabs-conv_01jdc4r6t8v0w2x4y6z8a0b2c4",
+                                "case": "no-heat-elderly-caller", "verdict": "pass"}]
+    line = json.loads(out.read_text().splitlines()[-1])
+    assert (line["vendor_cost"], line["vendor_cost_unit"], line.get("cost_usd")) == (713, "credits", None)
+    again = cli(ws / "home", "calls", "import", "elevenlabs", str(FIXTURES / "elevenlabs-conversation.json"),
+                "--suite", SUITE, "--out", str(out), "--json").stdout
+    assert json.loads(again)["already_imported"] == ["elevenlabs-conv_01jdc4r6t8v0w2x4y6z8a0b2c4"]
 
 
 def test_the_readme_subsection_runs_as_written(readme_walk, tmp_path: Path) -> None:

@@ -42,7 +42,8 @@ BUNDLE = {
         "suites": [{
             "key": "voice", "name": "Voice line", "target": {"config": "config.json"}, "cases": ["leak", "burst"],
             "assertions": [
-                {"key": "greets", "mechanism": "vendor.evaluation", "params": {"name": "Greets the caller"}, "role": "hamming"},
+                {"key": "greets", "mechanism": "vendor.evaluation", "params": {"vendor_id": "as-greeting", "name": "Greets the caller"},
+                 "role": "hamming"},
                 {"key": "offers_help", "mechanism": "transcript.contains", "params": {"text": "look into", "role": "agent"}},
             ],
             "criteria": {"ci": {"required": ["greets", "offers_help"]}},

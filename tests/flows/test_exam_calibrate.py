@@ -151,9 +151,10 @@ def test_a_stale_exam_is_refused_with_its_reasons(distilled, exam: Path, tmp_pat
 
 
 def test_the_harness_adapter_is_picked_by_name() -> None:
-    assert set(HARNESSES) == {"claude-code", "command"}
+    assert set(HARNESSES) == {"claude-code", "codex", "command"}
     assert harness_for("command", {"ASSAY_EXAM_COMMAND": "true"}).name == "command"
-    with pytest.raises(NotFoundError, match="known harnesses: claude-code, command"):
+    assert harness_for("codex", {}).name == "codex"
+    with pytest.raises(NotFoundError, match="known harnesses: claude-code, codex, command"):
         harness_for("no-such-harness", {})
 
 

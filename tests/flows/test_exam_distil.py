@@ -12,7 +12,7 @@ import pytest
 
 from assay.core.errors import ConfigError, NotFoundError, UsageError
 from assay.core.exam import load_exam, unreviewed
-from assay.core.session import CommandRun, Session, SessionToolCall, SessionTurn
+from assay.core.session import CommandRun, Session, SessionToolCall, SessionTurn, is_test_command
 from assay.flows.exam_distil import bless, distil
 from assay.flows.exam_review import require_reviewed, review
 from assay.flows.exam_workspace import environment_fingerprint
@@ -74,9 +74,9 @@ def agent_writes(repo: Path) -> None:
 
 
 def call(call_id: str, name: str, turn: int, agent_id: str | None = None, exit_code: int | None = None,
-         **input) -> SessionToolCall:
+         writes: tuple[str, ...] = (), **input) -> SessionToolCall:
     return SessionToolCall(call_id=call_id, name=name, input=input, status="ok", output="done", turn=turn,
-                           agent_id=agent_id, exit_code=exit_code)  # fmt: skip
+                           agent_id=agent_id, exit_code=exit_code, writes=writes)  # fmt: skip
 
 
 def make_session(repo: Path) -> Session:
@@ -106,10 +106,12 @@ def make_session(repo: Path) -> Session:
         call("c0", "shell", 1, command=SMOKE, exit_code=0),
         call("c1", "read_file", 1, path=f"{r}/pricing.py"),
         call("c2", "shell", 1, command=TESTS, exit_code=1),
-        call("c3", "edit_file", 5, path=f"{r}/pricing.py", old_string="1)", new_string="2)"),
-        call("c4", "write_file", 9, path="tests/test_rounding.py", content="import unittest\n"),
-        *[call(f"c{5 + i}", "write_file", 9, path=f"{r}/src/billing/{n}.py", content=f"{n} = 1\n")
-          for i, n in enumerate("abcd")],
+        call("c3", "edit_file", 5, path=f"{r}/pricing.py", old_string="1)", new_string="2)",
+             writes=(f"{r}/pricing.py",)),
+        call("c4", "write_file", 9, path="tests/test_rounding.py", content="import unittest\n",
+             writes=("tests/test_rounding.py",)),
+        *[call(f"c{5 + i}", "write_file", 9, path=f"{r}/src/billing/{n}.py", content=f"{n} = 1\n",
+               writes=(f"{r}/src/billing/{n}.py",)) for i, n in enumerate("abcd")],
         call("c9", "ask_person", 9, questions=[{"question": "Which log level?",
                                                 "options": [{"label": "info"}, {"label": "debug"}]}]),
         call("c10", "shell", 11, command=TESTS, exit_code=0),
@@ -308,18 +310,100 @@ def test_distil_needs_the_repository_and_the_commit_the_session_started_from(wor
     assert not (repo / ".assay").exists()
 
 
-def test_a_write_inside_a_patch_is_cited_and_a_mere_mention_is_not(tmp_path: Path) -> None:
+def _worked_session(calls: tuple[SessionToolCall, ...], commands: tuple[CommandRun, ...] = (),
+                    **fields) -> Session:
+    ids = tuple(c.call_id for c in calls)
+    return Session(session_id="s", harness="fake-agent", cwd="/home/dev/acme-app", tool_calls=calls,
+                   commands=commands, turns=(SessionTurn(index=0, role="user", text="Fix it"),
+                                             SessionTurn(index=1, role="assistant", text="", call_ids=ids)),
+                   **fields)  # fmt: skip
+
+
+def test_a_file_is_written_only_by_a_write_tools_own_arguments_never_by_a_mention(tmp_path: Path) -> None:
     from assay.flows.exam_suggest import caps_for, suggest_assertions
 
-    patch = "--- a/pricing.py\n+++ b/pricing.py\n@@ -1 +1 @@\n-x\n+y\n"
-    calls = (call("p1", "run", 1, argv=["patcher", "-p1"], stdin=patch),
-             call("p2", "run", 1, script="cat tests/test_pricing.py\necho pricing.py.bak"))  # fmt: skip
-    session = Session(session_id="s", harness="fake-agent", cwd="/home/dev/acme-app", tool_calls=calls,
-                      turns=(SessionTurn(index=0, role="user", text="Fix it"),
-                             SessionTurn(index=1, role="assistant", text="", call_ids=("p1", "p2"))),
-                      files_written=("/home/dev/acme-app/pricing.py",))  # fmt: skip
-    found = suggest_assertions(session, tmp_path, ["pricing.py"], caps_for(session))
-    changed = next(a for a in found if a.check == "file_changed")
-    assert changed.evidence == ("call p1 (run, turn 1) wrote pricing.py",)
-    assert [a.params["tool"] for a in found if a.check == "tool_used"] == ["run"]
+    patch_text = "--- a/pricing.py\n+++ b/pricing.py\n@@ -1 +1 @@\n-x\n+y\n"
+    calls = (call("r1", "read_file", 1, path="pricing.py"),
+             call("m1", "shell", 1, command="grep -n total pricing.py && cat tests/test_pricing.py"),
+             call("m2", "note", 1, text="Next I change pricing.py:\n- round to cents\n- keep src/util.py"),
+             call("m3", "shell", 1, command=f"cat > /tmp/fix.diff <<'EOF'\n{patch_text}EOF"),
+             call("w1", "edit_file", 1, path="pricing.py", old="1)", new="2)",
+                  writes=("/home/dev/acme-app/pricing.py",)),
+             call("w2", "apply_patch", 1, input="*** Begin Patch\n*** Update File: src/util.py\n-a\n+b\n*** End Patch",
+                  writes=("src/util.py",)))  # fmt: skip
+    session = _worked_session(calls, files_read=("pricing.py",),
+                              files_written=("/home/dev/acme-app/pricing.py", "src/util.py"))
+    found = suggest_assertions(session, tmp_path, ["pricing.py", "src/util.py"], caps_for(session))
+    cited = {a.params["path"]: a.evidence for a in found if a.check == "file_changed"}
+    assert cited == {"pricing.py": ("call w1 (edit_file, turn 1) wrote pricing.py",),
+                     "src/util.py": ("call w2 (apply_patch, turn 1) wrote src/util.py",)}
+    assert [a.params["tool"] for a in found if a.check == "tool_used"] == ["edit_file", "apply_patch"]
     assert not [a for a in found if a.check == "cap" and a.params["measure"] != "turns"]  # no cost, no wall time
+    assert session.reads_before_first_write() == (("r1",), "w1")
+
+
+PATCH_THROUGH_THE_SHELL = ("bash -lc \"apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: tests/test_pricing.py\n"
+                           "+def test_total():\n+    # run with: pytest -q\n*** End Patch\nEOF\"")  # fmt: skip
+
+
+@pytest.mark.parametrize("command,writes", [
+    (PATCH_THROUGH_THE_SHELL, ("tests/test_pricing.py",)),  # a patch the reader saw as a write
+    (PATCH_THROUGH_THE_SHELL, ()),  # the same patch from a reader that did not: its words are not a test run
+    ("echo 'now run pytest -q'", ()),
+    ("grep -rn pytest setup.cfg", ()),
+], ids=["patch-write", "patch-text", "echo", "grep"])  # fmt: skip
+def test_verify_sh_comes_only_from_a_test_run_never_from_a_patch_or_words(command: str, writes: tuple[str, ...],
+                                                                          tmp_path: Path) -> None:
+    from assay.flows.exam_suggest import test_history, verify_script
+
+    tests = "python -m pytest -q"
+    calls = (call("x1", "shell", 1, command=command, exit_code=0, writes=writes),
+             call("t1", "shell", 1, command=tests, exit_code=1), call("t2", "shell", 1, command=tests, exit_code=0))
+    runs = tuple(CommandRun(call_id=c.call_id, command=c.input["command"], exit_code=c.exit_code, is_test=True)
+                 for c in calls)  # every run flagged a test run, as a careless reader might
+    alone = _worked_session(calls[:1], runs[:1])
+    assert verify_script(test_history(alone, tmp_path)) is None
+    script = verify_script(test_history(_worked_session(calls, runs), tmp_path))
+    assert script is not None and script.endswith(f"set -u\n{tests}\n") and "turned green" in script
+
+
+@pytest.mark.parametrize("command,runs_tests", [
+    ("python -m pytest -q", True), ("cd api && uv run pytest tests/ -x", True), ("timeout 600 npm test", True),
+    ("CI=1 npx jest --ci", True), ("bash -lc 'go test ./...'", True), ("./verify.sh", True),
+    ("make check", True), ("npm run test:unit", True), ("bundle exec rake test", True),
+    ("pip install pytest", False), ("echo 'run pytest next'", False), ("cat pytest.ini", False),
+    ("git commit -m 'make pytest pass'", False), ("cat > run.sh <<EOF\npytest -q\nEOF", False),
+    (PATCH_THROUGH_THE_SHELL, False),
+])  # fmt: skip
+def test_a_test_run_is_a_command_whose_program_is_a_test_runner(command: str, runs_tests: bool) -> None:
+    assert is_test_command(command) is runs_tests
+
+
+@pytest.mark.parametrize("path,cwd,expected", [
+    ("C:\\Users\\dev\\acme-app\\src\\pricing.py", "C:\\Users\\dev\\acme-app", "src/pricing.py"),
+    ("c:/users/dev/ACME-APP/src/pricing.py", "C:\\Users\\dev\\acme-app", "src/pricing.py"),  # Windows ignores case
+    ("src\\pricing.py", "C:\\Users\\dev\\acme-app", "src/pricing.py"),
+    ("D:\\elsewhere\\pricing.py", "C:\\Users\\dev\\acme-app", None),
+    ("C:\\Users\\dev\\acme-app\\..\\other\\x.py", "C:\\Users\\dev\\acme-app", None),
+    ("/home/dev/acme-app/src/pricing.py", "/home/dev/acme-app", "src/pricing.py"),
+    ("/home/dev/ACME-APP/src/pricing.py", "/home/dev/acme-app", None),  # POSIX paths keep their case
+])  # fmt: skip
+def test_a_path_the_session_named_is_read_the_way_its_own_system_writes_paths(path: str, cwd: str,
+                                                                              expected: str | None,
+                                                                              tmp_path: Path) -> None:
+    from assay.flows.exam_workspace import repo_relative
+
+    assert repo_relative(path, tmp_path, cwd) == expected
+
+
+def test_a_test_run_in_a_windows_sessions_own_folder_needs_no_cd(tmp_path: Path) -> None:
+    from assay.flows.exam_suggest import test_history, verify_script
+
+    tests = "python -m pytest -q"
+    calls = (call("t1", "shell", 1, command=tests, exit_code=1), call("t2", "shell", 1, command=tests, exit_code=0))
+    runs = tuple(CommandRun(call_id=c.call_id, command=tests, exit_code=c.exit_code, is_test=True,
+                            cwd="C:\\Users\\dev\\acme-app" if i else "C:\\Users\\dev\\acme-app\\src")
+                 for i, c in enumerate(calls))  # fmt: skip
+    session = _worked_session(calls, runs).model_copy(update={"cwd": "C:\\Users\\dev\\acme-app"})
+    script = verify_script(test_history(session, tmp_path))
+    assert "C:" not in script and tests in script

@@ -80,7 +80,7 @@ def test_agreement_and_kappa_are_printed_and_kept(judged_home, server: FakeOpenA
     assert doc["schema"] == "assay.judge-agreement"
     validate(doc)  # docs/schemas/assay.judge-agreement.json describes this document
     # p_o = 7/10; p_e = (5*6 + 5*4) / 100 = 0.5; kappa = 0.2 / 0.5 = 0.4.
-    assert (doc["items"], doc["undetermined"]) == (11, 1)
+    assert (doc["items"], doc["undetermined"], doc["unparsed"]) == (11, 1, 1)
     assert doc["agreement"] == pytest.approx(0.7) and doc["kappa"] == pytest.approx(0.4)
     assert doc["judge_calls"] == len(server.requests) == 11 and doc["judge_cached"] == 0
     assert {d["id"] for d in doc["disagreements"]} == {"item-4", "item-5", "item-6"}
@@ -93,9 +93,25 @@ def test_agreement_and_kappa_are_printed_and_kept(judged_home, server: FakeOpenA
     assert row.kappa == pytest.approx(0.4) and row.labels == str(path) and len(row.details["items"]) == 11
     # Measured again: every verdict comes from the cache; only the unreadable answer is asked again.
     text = invoke(str(path))
-    assert "agreement 0.70, Cohen's kappa 0.40 over 10 decided item(s); 1 undetermined" in text
+    assert ("agreement 0.70, Cohen's kappa 0.40 over 10 decided item(s); 1 undetermined (counted in neither), "
+            "1 of them an answer that could not be read as a verdict") in text
     assert "judge calls 1 (requests sent, retries included), 10 item(s) from the judge cache" in text
-    assert "item-10: labelled pass, no verdict: no verdict: judge: HTTP 200: the judge's answer is not JSON" in text
+    assert ("item-10: labelled pass, no verdict: no verdict: judge: HTTP 200: the judge's answer holds no JSON object "
+            "('I think it passes')") in text
+    assert row.details["figures"]["unparsed"] == 1
+
+
+@pytest.mark.parametrize(("mode", "unparsed"), [("refusal", 11), ("length", 11), ("error_200", 0)])
+def test_answers_that_cannot_be_read_are_counted_apart_from_the_endpoints_failures(
+        judged_home, server: FakeOpenAI, tmp_path: Path, mode: str, unparsed: int) -> None:
+    if mode == "error_200":  # the endpoint fails: a 200 whose body is an error object
+        server.faults.wild = {"error_200": "*"}
+    else:
+        server.answer_mode(mode)
+    doc = json.loads(invoke(str(labels(tmp_path, ITEMS)), "--json"))
+    validate(doc)
+    assert (doc["items"], doc["undetermined"], doc["unparsed"]) == (11, 11, unparsed)
+    assert doc["agreement"] is None and len(doc["undetermined_items"]) == 11
 
 
 def test_a_malformed_labelled_set_is_refused_with_its_lines(judged_home, tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ def test_reap_judges_and_finalises_a_run_left_released(ws: Workspace) -> None:
 
 
 def test_a_judging_crash_ends_the_run_error_and_assay_judge_finishes_it_later(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    prefect_harness, ws: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_id = released_run(ws)
 

@@ -42,6 +42,8 @@ def case_runs(n: int = 3, *, prefix: str = "cr", run_id: str = "run-1", reported
             transcript=[Turn(role="caller", text=f"hello {i}", t=0.0, end_t=1.2), Turn(role="agent", text="hi ✓", t=1.5)],
             tool_calls=[ToolCall(name="lookup", arguments={"q": i}, result={"ok": True}, t=1.0)],
             cost_usd=0.01 * i,
+            vendor_cost=None if i == 0 else 40.0 * i,
+            vendor_cost_unit=None if i == 0 else "credits",
             duration_ms=1000.0 + i,
             started_at=T0 - timedelta(minutes=1),
             evaluations=[Evaluation(name="polite", evaluator="fixed:scorer", verdict="pass", score=0.5,

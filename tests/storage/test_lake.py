@@ -266,6 +266,7 @@ def test_a_listed_file_of_an_unknown_version_is_refused_naming_it(lake: Lake, ve
 # case_runs.v2 and runner_evaluations.v2 are case_runs(2) and evaluations(2) of lake_kit (turns with end_t,
 # evaluations with met and value), written by Lake.write;
 # assertion_results.v3 is the v2 rows with judge spend (ar-1: a rubric result, 120/30 tokens, $0.0012), by Lake.write.
+# case_runs.v3 is case_runs(2) of lake_kit with the vendor's own cost (cr-1: 40 credits; cr-0: none), by Lake.write.
 # current_results.v2 is the v1 rows with a reason each (cu-1's: HUNG_UP), by Lake.write;
 # run_key_counts.v2 is the v1 rows with null_case_runs (cu-1's case run for the key with an undetermined
 # result), null_reason (HUNG_UP) and case_runs (4), by Lake.write.
@@ -309,6 +310,9 @@ def test_golden_files_of_every_known_version_still_read(lake: Lake, table: str, 
         assert got["transcript"][1].to_list()[1] == {"role": "agent", "text": "hi ✓", "t": 1.5, "end_t": None}
         assert got["transcript"][1].to_list()[0]["end_t"] == (None if version == 1 else 1.2)  # v1 turns read null
         assert got["tool_calls"][1].to_list()[0]["arguments"] == '{"q": 1}'
+        vendor_cost = got.select("vendor_cost", "vendor_cost_unit").rows()  # before v3: null, never dollars
+        assert vendor_cost == [(None, None), (None, None) if version < 3 else (40.0, "credits")]
+        assert got["cost_usd"].to_list() == [0.0, 0.01]
     elif table == "runner_evaluations":
         assert got["evaluation_id"].to_list() == ["ev-0", "ev-1"] and got["score"].to_list() == [0.5, 0.5]
         assert got["met"].to_list() == ([None, None] if version == 1 else [True, True])  # v1: not derived
