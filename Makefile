@@ -39,6 +39,7 @@ bench: $(STAMP)
 
 # The analyst notebooks in JupyterLab, on the demo's workspace (`make demo` fills it) unless ASSAY_HOME
 # names another. The kernelspec is rewritten to start this venv's Python, whatever `python` is on PATH.
+# JupyterLab refuses to start as root (a container's default user) unless told `--allow-root`: given then only.
 NOTEBOOKS_STAMP := $(VENV)/.notebooks-installed
 
 $(NOTEBOOKS_STAMP): $(STAMP) pyproject.toml
@@ -49,7 +50,8 @@ $(NOTEBOOKS_STAMP): $(STAMP) pyproject.toml
 notebooks: $(NOTEBOOKS_STAMP)
 	@home="$$(realpath -m "$${ASSAY_HOME:-$(DEMO_HOME)}")"; \
 	test -d "$$home" || { echo "no workspace at $$home: run \`make demo\` first, or set ASSAY_HOME to one"; exit 1; }; \
-	echo "ASSAY_HOME=$$home"; ASSAY_HOME="$$home" exec $(BIN)/jupyter lab notebooks
+	root="$$(test "$$(id -u)" = 0 && echo ' --allow-root')"; \
+	echo "ASSAY_HOME=$$home"; ASSAY_HOME="$$home" exec $(BIN)/jupyter lab$$root notebooks
 
 # The real coding-agent CLIs the end-to-end tests replay exams with (offline, against the scripted model of
 # fakes/model_server.py), pinned here and nowhere else; installed into .harnesses/ without a lock file. The

@@ -5,7 +5,8 @@ Outbound:
 
 - a compiled config becomes an agent (:func:`agent_body`): ``conversation_config.agent.prompt.prompt`` is
   the prompt with its variables filled, ``first_message`` likewise, tools are client tools with their
-  JSON-schema parameters. A placeholder without a value stays as written and is declared as a dynamic
+  JSON-schema parameters, every setting goes where :data:`SETTINGS` puts it, and one ElevenLabs cannot
+  take is refused by :func:`refused` (a live agent becomes a compiled config by :func:`config_from_agent`). A placeholder without a value stays as written and is declared as a dynamic
   variable whose value is its own text, so the agent sees exactly what an unresolved compile produced
   (the defect stays visible in the transcript) and ElevenLabs does not refuse to start the conversation;
 - a situation becomes a ``simulation_specification`` (:func:`simulation_body`): ElevenLabs plays the
@@ -32,7 +33,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from assay.core.compiled import PLACEHOLDER, CompiledConfig
+from assay.core.compiled import PLACEHOLDER, CompiledConfig, refused_settings, settings_given
 from assay.core.errors import ConfigError, MalformedResponseError
 from assay.core.evidence import Evaluation, ToolCall, Turn, Verdict
 from assay.core.redact import redact
@@ -45,7 +46,8 @@ from .http import VendorApi, vendor_message
 VENDOR = "elevenlabs"
 KEY_SETTING = "ASSAY_ELEVENLABS_API_KEY"
 DEFAULT_LLM = "gpt-4o-mini"
-"""The agent's and the simulated user's LLM unless the runner is told otherwise (a runner option)."""
+"""The simulated user's LLM, and the agent's when its compiled config names no model, unless the runner is told
+otherwise (its ``llm`` option)."""
 VERDICTS: Mapping[str, Verdict] = {"success": "pass", "failure": "fail", "unknown": "unknown"}
 """ElevenLabs' result words onto ours; anything else reads as ``unknown`` (the raw value is kept)."""
 SCRIPT_INTRO = ("Say exactly these lines, one per turn, in this order, word for word, whatever the agent "
@@ -60,8 +62,36 @@ def _resolve(text: str, variables: Mapping[Any, Any]) -> str:
     return PLACEHOLDER.sub(fill, text)
 
 
+SETTINGS: dict[str, str | None] = {
+    "model.provider": None, "model.model": "agent.prompt.llm", "model.temperature": "agent.prompt.temperature",
+    "model.max_tokens": "agent.prompt.max_tokens",
+    "voice.provider": None, "voice.voice_id": "tts.voice_id", "voice.model": "tts.model_id", "voice.speed": "tts.speed",
+    "voice.stability": "tts.stability", "voice.similarity_boost": "tts.similarity_boost",
+    "transcriber.provider": "asr.provider", "transcriber.language": "agent.language",
+    "turn.silence_timeout_seconds": "turn.silence_end_call_timeout",
+    "max_duration_seconds": "conversation.max_duration_seconds",
+}
+"""Each compiled-config setting an ElevenLabs agent takes -> where it goes in ``conversation_config``. None: taken
+but not sent (ElevenLabs picks the model's provider from its name; its voices are its own). A setting not here
+(``transcriber.model``, ``turn.wait_seconds``, ``end_call_message``, ``end_call_phrases``) is refused by name."""
+VOICE_PROVIDERS = frozenset({"11labs", "elevenlabs"})
+"""The voice providers an ElevenLabs agent can speak with: its own voices only."""
+
+
+def refused(config: CompiledConfig) -> str | None:
+    """Why ElevenLabs cannot take the config's settings, or None."""
+    if config.voice is not None and config.voice.provider not in VOICE_PROVIDERS:
+        return (f"ElevenLabs agents speak with ElevenLabs voices only, and the compiled config's voice.provider is "
+                f"{config.voice.provider!r}: use one of {', '.join(sorted(VOICE_PROVIDERS))}, or run the suite on a "
+                "runner whose vendor takes that voice")
+    return refused_settings(config, SETTINGS, "ElevenLabs")
+
+
 def agent_body(config: CompiledConfig, name: str, llm: str = DEFAULT_LLM) -> dict[str, Any]:
-    """The ``POST /v1/convai/agents/create`` body for a compiled config, named ``name``."""
+    """The ``POST /v1/convai/agents/create`` body for a compiled config, named ``name``.
+
+    Every setting goes where :data:`SETTINGS` says (check :func:`refused` first: a setting ElevenLabs cannot
+    take is not sent). Without them: ``llm`` (a runner option), temperature 0, language ``en``."""
     prompt = _resolve(config.prompt, config.variables)
     first = _resolve(config.first_message, config.variables) if config.first_message else None
     tools = []
@@ -75,7 +105,52 @@ def agent_body(config: CompiledConfig, name: str, llm: str = DEFAULT_LLM) -> dic
     unresolved = {n: "{{" + n + "}}" for n in PLACEHOLDER.findall(prompt + "\n" + (first or ""))}
     if unresolved:
         agent["dynamic_variables"] = {"dynamic_variable_placeholders": unresolved}
-    return {"name": name, "conversation_config": {"agent": agent}, "tags": ["assay", "scratch"]}
+    conversation_config: dict[str, Any] = {"agent": agent}
+    for setting in settings_given(config):
+        if SETTINGS.get(setting):
+            group, _, field = setting.partition(".")
+            value = getattr(getattr(config, group), field) if field else getattr(config, group)
+            _put(conversation_config, str(SETTINGS[setting]), value)
+    return {"name": name, "conversation_config": conversation_config, "tags": ["assay", "scratch"]}
+
+
+def _put(body: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        body = body.setdefault(part, {})
+    body[last] = value
+
+
+def config_from_agent(agent: Mapping[str, Any]) -> dict[str, Any]:
+    """A compiled config read from an ElevenLabs agent (``GET /v1/convai/agents/{agent_id}``): its prompt, first
+    message, client and webhook tools, and every setting of :data:`SETTINGS` it has; what else it holds is listed
+    under ``imported.left_out``. Its dynamic-variable placeholders become the config's variables."""
+    conversation = agent.get("conversation_config") if isinstance(agent.get("conversation_config"), Mapping) else {}
+    settings = conversation.get("agent") if isinstance(conversation.get("agent"), Mapping) else {}
+    prompt = settings.get("prompt") if isinstance(settings.get("prompt"), Mapping) else {}
+    placeholders = (settings.get("dynamic_variables") or {}).get("dynamic_variable_placeholders") or {}
+    config: dict[str, Any] = {"name": str(agent.get("name") or agent.get("agent_id") or "ElevenLabs agent"),
+                              "prompt": str(prompt.get("prompt") or ""), "variables": dict(placeholders)}
+    config["tools"] = [{k: v for k, v in t.items() if k in ("name", "description", "parameters")}
+                       for t in prompt.get("tools") or [] if isinstance(t, Mapping) and t.get("name")]
+    if settings.get("first_message"):
+        config["first_message"] = settings["first_message"]
+    for setting, path in SETTINGS.items():
+        value: Any = conversation
+        for part in (path or "-").split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is not None and not (setting == "model.max_tokens" and value <= 0) and not (
+                setting == "turn.silence_timeout_seconds" and value < 0):  # ElevenLabs' "none" is -1
+            _put(config, setting, value)
+    if "voice" in config:
+        config["voice"]["provider"] = "11labs"
+    taken = {p for p in SETTINGS.values() if p}
+    left_out = [f"{group}.{k}" for group, part in conversation.items() if isinstance(part, Mapping)
+                for k in sorted(part) if f"{group}.{k}" not in taken and group != "agent"]
+    left_out += [f"agent.{k}" for k in sorted(settings) if k not in ("prompt", "first_message", "language", "dynamic_variables")]
+    left_out += [f"agent.prompt.{k}" for k in sorted(prompt) if k not in ("prompt", "llm", "temperature", "max_tokens", "tools")]
+    config["imported"] = {"vendor": VENDOR, "id": agent.get("agent_id"), "left_out": left_out}
+    return config
 
 
 def user_prompt(situation: Mapping[str, Any]) -> str:
@@ -268,6 +343,13 @@ class ElevenLabsApi(VendorApi):
             raise MalformedResponseError(VENDOR, 200, f"the created agent has no 'agent_id'{_said(answer)}")
         return answer["agent_id"]
 
+    def get_agent(self, agent_id: str) -> dict[str, Any]:
+        """A live agent as ElevenLabs keeps it (``GET /v1/convai/agents/{agent_id}``)."""
+        answer = self._call("GET", f"/v1/convai/agents/{agent_id}")
+        if not isinstance(answer, dict) or not isinstance(answer.get("conversation_config"), Mapping):
+            raise MalformedResponseError(VENDOR, 200, f"the agent has no 'conversation_config'{_said(answer)}")
+        return answer
+
     def delete_agent(self, agent_id: str) -> None:
         self._delete(f"/v1/convai/agents/{agent_id}")
 
@@ -297,5 +379,5 @@ class ElevenLabsApi(VendorApi):
         return answer
 
 
-__all__ = ["DEFAULT_LLM", "KEY_SETTING", "ElevenLabsApi", "agent_body", "analysis_evaluations", "criteria",
-           "read_conversation", "simulation_body", "user_prompt"]
+__all__ = ["DEFAULT_LLM", "KEY_SETTING", "SETTINGS", "ElevenLabsApi", "agent_body", "analysis_evaluations",
+           "config_from_agent", "criteria", "read_conversation", "refused", "simulation_body", "user_prompt"]

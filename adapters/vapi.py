@@ -2,7 +2,8 @@
 
 Outbound: a compiled config becomes an assistant (:func:`assistant_body`: the prompt with its
 variables filled as the system message, tools as ``{type: "function", function: {...}}``, the first
-message, a model from the runner's options); an assertion with a home in VAPI's evals becomes a judge
+message, and every setting where :data:`SETTINGS` puts it; one VAPI cannot take is refused by
+:func:`refused`); a live assistant becomes a compiled config again (:func:`config_from_assistant`); an assertion with a home in VAPI's evals becomes a judge
 plan (:func:`judge_plan`); a case's caller turns become a ``chat.mockConversation`` eval
 (:func:`mock_conversation`). Inbound: a chat response becomes the agent's reply with its tool calls
 paired with their results (:func:`chat_reply`); an eval run's result becomes a transcript
@@ -21,7 +22,7 @@ import json
 import re
 from typing import Any
 
-from assay.core.compiled import PLACEHOLDER, CompiledConfig
+from assay.core.compiled import PLACEHOLDER, CompiledConfig, refused_settings, settings_given
 from assay.core.errors import ConfigError, MalformedResponseError
 from assay.core.evidence import ToolCall, Turn
 from assay.core.runner import AssertionSpec
@@ -32,7 +33,7 @@ from .runners.platform_chat import AgentReply
 
 VENDOR = "vapi"
 DEFAULT_MODEL: dict[str, str] = {"provider": "openai", "model": "gpt-4o"}
-"""The assistant's model unless the runner is told otherwise (a runner option, not the definition's)."""
+"""The assistant's model when its compiled config names none (the config's ``model`` is sent as it is)."""
 KEY_SETTING = "ASSAY_VAPI_API_KEY"
 ANY_REPLY = "/.*/"
 """The judge plan of a checkpoint that only lets the agent speak: every reply matches."""
@@ -51,24 +52,95 @@ def resolve(text: str, variables: dict[Any, Any]) -> str:
     return PLACEHOLDER.sub(fill, text)
 
 
+SETTINGS: dict[str, str] = {
+    "model.provider": "model.provider", "model.model": "model.model", "model.temperature": "model.temperature",
+    "model.max_tokens": "model.maxTokens",
+    "voice.provider": "voice.provider", "voice.voice_id": "voice.voiceId", "voice.model": "voice.model",
+    "voice.speed": "voice.speed", "voice.stability": "voice.stability", "voice.similarity_boost": "voice.similarityBoost",
+    "transcriber.provider": "transcriber.provider", "transcriber.model": "transcriber.model",
+    "transcriber.language": "transcriber.language",
+    "turn.wait_seconds": "startSpeakingPlan.waitSeconds",
+    "max_duration_seconds": "maxDurationSeconds", "end_call_message": "endCallMessage", "end_call_phrases": "endCallPhrases",
+}
+"""Each compiled-config setting VAPI takes -> where it goes in an assistant (``CreateAssistantDTO``). A setting
+not here (``turn.silence_timeout_seconds``: VAPI's assistant document has none) is refused by name."""
+
+
+def refused(config: CompiledConfig) -> str | None:
+    """Why VAPI cannot take the config's settings, or None (VAPI needs a model's provider: it is never guessed)."""
+    if config.model is not None and config.model.provider is None:
+        return (f"VAPI needs the provider of the compiled config's model {config.model.model!r}: set model.provider "
+                "(openai, anthropic, ...)")
+    return refused_settings(config, SETTINGS, "VAPI")
+
+
 def assistant_body(config: CompiledConfig, name: str, model: dict[str, str] | None = None,
                    tool_server: str | None = None) -> dict[str, Any]:
     """The ``POST /assistant`` body for a compiled config, under VAPI name ``vendor_name(name)``. With
-    ``tool_server`` (the suite's tool mocks), every tool's ``server.url`` is it: VAPI posts calls there."""
+    ``tool_server`` (the suite's tool mocks), every tool's ``server.url`` is it: VAPI posts calls there.
+
+    Every setting goes where :data:`SETTINGS` says (check :func:`refused` first: a setting VAPI cannot take
+    is not sent). The model is the config's, else ``model`` (a runner option), else :data:`DEFAULT_MODEL`."""
     tools = []
     for tool in config.tools:
         extra = tool.model_extra or {}
         function: dict[str, Any] = {"name": tool.name, "description": tool.description,
                                     "parameters": extra.get("parameters") or {"type": "object", "properties": {}}}
         tools.append({"type": "function", "function": function, **({"server": {"url": tool_server}} if tool_server else {})})
-    model_body: dict[str, Any] = {**(model or DEFAULT_MODEL),
-                                  "messages": [{"role": "system", "content": resolve(config.prompt, config.variables)}]}
+    body: dict[str, Any] = {"model": dict(model or DEFAULT_MODEL) if config.model is None else {}}
+    for setting in settings_given(config):
+        if setting in SETTINGS:
+            group, _, field = setting.partition(".")
+            value = getattr(getattr(config, group), field) if field else getattr(config, group)
+            _put(body, SETTINGS[setting], value)
+    body["model"]["messages"] = [{"role": "system", "content": resolve(config.prompt, config.variables)}]
     if tools:
-        model_body["tools"] = tools
-    body: dict[str, Any] = {"name": vendor_name(name), "model": model_body, "metadata": {"assay_scratch": name}}
+        body["model"]["tools"] = tools
+    body.update(name=vendor_name(name), metadata={"assay_scratch": name})
     if config.first_message:
         body["firstMessage"] = resolve(config.first_message, config.variables)
     return body
+
+
+def _put(body: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        body = body.setdefault(part, {})
+    body[last] = value
+
+
+def config_from_assistant(assistant: dict[str, Any]) -> dict[str, Any]:
+    """A compiled config read from a VAPI assistant (``GET /assistant/{id}``): its system prompt, first message,
+    function tools and every setting of :data:`SETTINGS` it has. What else it holds (server, hooks, plans Assay does
+    not translate) is left out, listed under ``imported.left_out`` so nobody takes the config for the whole
+    assistant."""
+    model = assistant.get("model") if isinstance(assistant.get("model"), dict) else {}
+    prompt = "\n\n".join(str(m.get("content") or "") for m in model.get("messages") or []
+                          if isinstance(m, dict) and m.get("role") == "system")
+    config: dict[str, Any] = {"name": str(assistant.get("name") or assistant.get("id") or "VAPI assistant"),
+                              "prompt": prompt, "variables": {}}
+    tools = [t.get("function") or {} for t in model.get("tools") or [] if isinstance(t, dict) and t.get("type") == "function"]
+    config["tools"] = [{k: v for k, v in f.items() if k in ("name", "description", "parameters")} for f in tools if f.get("name")]
+    if assistant.get("firstMessage"):
+        config["first_message"] = assistant["firstMessage"]
+    for setting, path in SETTINGS.items():
+        value: Any = assistant
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None:
+            _put(config, setting, value)
+    known = {"id", "orgId", "createdAt", "updatedAt", "name", "firstMessage", "metadata", "model", "voice", "transcriber",
+             "maxDurationSeconds", "endCallMessage", "endCallPhrases", "startSpeakingPlan"}
+    left_out = sorted(k for k in assistant if k not in known)
+    left_out += [f"model.{k}" for k in sorted(model) if k not in ("provider", "model", "temperature", "maxTokens", "messages",
+                                                                   "tools")]
+    left_out += [f"model.tools[{t.get('type')}]" for t in model.get("tools") or [] if isinstance(t, dict)
+                 and t.get("type") != "function"]
+    for group in ("voice", "transcriber", "startSpeakingPlan"):
+        taken = {p.split(".")[1] for p in SETTINGS.values() if p.startswith(group + ".")} | {"provider"}
+        left_out += [f"{group}.{k}" for k in sorted(assistant.get(group) or {}) if k not in taken]
+    config["imported"] = {"vendor": VENDOR, "id": assistant.get("id"), "left_out": left_out}
+    return config
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
@@ -223,6 +295,13 @@ class VapiApi(VendorApi):
     def create_assistant(self, body: dict[str, Any]) -> str:
         return self._created_id(self._call("POST", "/assistant", body), "assistant")
 
+    def get_assistant(self, assistant_id: str) -> dict[str, Any]:
+        """A live assistant as VAPI keeps it (``GET /assistant/{id}``)."""
+        answer = self._call("GET", f"/assistant/{assistant_id}")
+        if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
+            raise malformed("the assistant has no 'id'", answer)
+        return answer
+
     def delete_assistant(self, assistant_id: str) -> None:
         self._delete(f"/assistant/{assistant_id}")
 
@@ -283,5 +362,5 @@ class VapiApi(VendorApi):
         return answer
 
 
-__all__ = ["DEFAULT_MODEL", "KEY_SETTING", "VapiApi", "assistant_body", "chat_reply", "eval_transcript",
-           "judge_plan", "mock_conversation", "resolve", "vendor_name"]
+__all__ = ["DEFAULT_MODEL", "KEY_SETTING", "SETTINGS", "VapiApi", "assistant_body", "chat_reply", "config_from_assistant",
+           "eval_transcript", "judge_plan", "mock_conversation", "refused", "resolve", "vendor_name"]

@@ -257,6 +257,11 @@ class SuiteDef(_Model):
     tags: list[Identifier] = Field(default_factory=list)
     """Labels that pick the suite out for scheduled work (``nightly``: the nightly sweep re-runs it), each
     once. Editing them changes nothing under test: no re-run, re-judge or re-score."""
+    runners: list[Identifier] = Field(default_factory=list)
+    """The runners that play the suite, each once and in order (``[vapi_chat, elevenlabs_chat]``): ``assay run``
+    without ``--runner``, the nightly sweep and the deployments start one run per runner. Empty: ``assay run``
+    uses the default runner of the target, and scheduled work refuses the suite unless that runner evaluates
+    every mechanism its assertions use. Editing them changes nothing under test: no re-run, re-judge or re-score."""
     repeat: RepeatPlan | None = None
     """Replay each case ``count`` times per run, and let escalation add replays to undecided cases up to
     ``budget`` (``{count: 10, budget: 60}``). A call-set suite cannot repeat: a recorded call happened once; an
@@ -264,13 +269,14 @@ class SuiteDef(_Model):
 
     _resolved: ResolvedTarget | None = PrivateAttr(default=None)
 
-    @field_validator("tags")
+    @field_validator("tags", "runners")
     @classmethod
-    def _tags_once(cls, tags: list[str]) -> list[str]:
-        twice = sorted({tag for tag in tags if tags.count(tag) > 1})
+    def _each_once(cls, names: list[str], info: ValidationInfo) -> list[str]:
+        twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
-            raise ValueError(f"duplicate tag(s) {', '.join(map(repr, twice))}; list each tag once")
-        return tags
+            what = info.field_name.removesuffix("s")
+            raise ValueError(f"duplicate {what}(s) {', '.join(map(repr, twice))}; list each {what} once")
+        return names
 
     @model_validator(mode="after")
     def _recordings_play_once(self) -> "SuiteDef":
@@ -323,7 +329,7 @@ class Bundle(_Model):
 
 def criteria_spec(spec: CriteriaSpec) -> dict[str, Any]:
     """A spec as stored: key lists sorted, so reordering a list is not a new version. A spec with no
-    ``allow_undetermined`` (or ``pass_rate``) is stored without the field, as before either existed."""
+    ``allow_undetermined`` (or ``pass_rate``, or ``applies``) is stored without the field, as before either existed."""
     stored: dict[str, Any] = {
         "required": sorted(spec.required),
         "threshold": [{"keys": sorted(g.keys), "min": g.min} for g in spec.threshold],
@@ -333,6 +339,8 @@ def criteria_spec(spec: CriteriaSpec) -> dict[str, Any]:
         stored["allow_undetermined"] = spec.allow_undetermined.model_dump()
     if spec.pass_rate is not None:
         stored["pass_rate"] = spec.pass_rate.model_dump()
+    if spec.applies:  # where keys count: a new version of the criteria, a re-score
+        stored["applies"] = dict(sorted(spec.applies.items()))
     return stored
 
 

@@ -19,7 +19,8 @@ from pydantic import (
 
 from .bundle_input import InputLimits, InputProblem
 from .bundle_targets import check_call_set, exam_target, read_config, target_path
-from .criteria import CriteriaSpec
+from .criteria import CriteriaSpec, did_you_mean
+from .suite_runners import declared_problems
 
 from .bundle_models import (
     _ADD_OR_REMOVE,
@@ -158,6 +159,9 @@ def consistency_problems(raw: dict[str, Any], bundle: Bundle | None) -> tuple[li
             keys = {k for _, k in suite.assertions}.union(*(case_assertions.get(k, set()) for _, k in suite.cases))
             for consumer, spec in suite.criteria.items():
                 problems += _criteria_problems((*sat, "criteria", consumer), suite.key, consumer, spec, keys)
+            if suite.model is not None and suite.model.runners:
+                found = declared_problems(suite.model.runners, suite.model.target.kind)
+                problems += [((*sat, "runners", i), why) for i, why in found]
     return problems, all_suites
 
 
@@ -180,7 +184,7 @@ def _criteria_problems(
     known = ", ".join(sorted(keys)) or "none"
     for loc, key in named:
         if key not in keys:
-            why = f"{key!r} matches no assertion of suite {suite!r} (its assertion keys: {known})"
+            why = f"{key!r}{did_you_mean(key, keys)} matches no assertion of suite {suite!r} (its assertion keys: {known})"
             problems.append((loc, f"{why}; {_ADD_OR_REMOVE}"))
         elif loc[-2] == "ignore" and key in grouped:
             problems.append((loc, f"{key!r} is both ignored and counted in a threshold group; {_IGNORED}"))

@@ -12,13 +12,26 @@ Its shape, written once::
      "prompt": "You are the receptionist for {{business_name}} ...",
      "variables": {"business_name": "Acme Plumbing & Heating"},
      "tools": [{"name": "check_service_area", "description": "...", ...}],
-     "first_message": "Thanks for calling ..."}
+     "first_message": "Thanks for calling ...",
+     "model": {"provider": "openai", "model": "gpt-4o", "temperature": 0.3, "max_tokens": 250},
+     "voice": {"provider": "11labs", "voice_id": "sarah", "model": "eleven_turbo_v2_5", "speed": 1.0},
+     "transcriber": {"provider": "deepgram", "model": "nova-2", "language": "en"},
+     "turn": {"wait_seconds": 0.6, "silence_timeout_seconds": 20},
+     "max_duration_seconds": 600, "end_call_message": "Goodbye.", "end_call_phrases": ["goodbye"]}
+
+The settings after ``tools`` say what the assistant runs on: every one is optional (a platform runner then
+uses its vendor's default, recorded in the run's artefact), every one a platform runner translates for its
+vendor, and one its vendor cannot take is refused by name (:func:`settings_given`, the runners' ``refused``),
+never dropped or replaced. Their vendor-neutral shapes are written once below; ``docs/reference/
+compiled-config.schema.json`` is generated from :class:`CompiledConfig` (``python -m assay.core.compiled
+docs/reference/compiled-config.schema.json``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -41,7 +54,7 @@ NonEmpty = Annotated[str, AfterValidator(_non_empty)]
 class CompiledTool(BaseModel):
     """A tool attached to the config. Other keys (parameters, server, ...) are kept as they are."""
 
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True, use_attribute_docstrings=True)
 
     name: NonEmpty
     """The tool's name, unique within the config: what ``structural.tool_attached`` looks for."""
@@ -49,10 +62,70 @@ class CompiledTool(BaseModel):
     """What the tool does, as the model is told."""
 
 
-class CompiledConfig(BaseModel):
-    """A compiled assistant config. Other keys a compiler emits (model, voice, server, ...) are kept."""
+class _Settings(BaseModel):
+    """A group of settings: unknown keys are refused (a misspelt setting must not be dropped unseen)."""
 
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True)
+
+
+Seconds = Annotated[float, Field(ge=0, strict=False)]
+
+
+class ModelSettings(_Settings):
+    """The LLM behind the assistant."""
+
+    provider: NonEmpty | None = None
+    """Who serves the model (``openai``, ``anthropic``, ...), as the vendor names it; a vendor that picks the
+    provider from the model's name (ElevenLabs) is not sent it."""
+    model: NonEmpty
+    """The model's name as the vendor takes it (``gpt-4o``, ``gemini-2.0-flash``)."""
+    temperature: Annotated[float, Field(ge=0, le=2, strict=False)] | None = None
+    """Sampling temperature."""
+    max_tokens: Annotated[int, Field(gt=0)] | None = None
+    """The most tokens the model may produce per reply."""
+
+
+class VoiceSettings(_Settings):
+    """The voice the assistant speaks with."""
+
+    provider: NonEmpty
+    """The voice's provider as the vendor names it (VAPI: ``11labs``, ``azure``, ...)."""
+    voice_id: NonEmpty
+    """The provider's id of the voice."""
+    model: NonEmpty | None = None
+    """The speech model (``eleven_turbo_v2_5``)."""
+    speed: Annotated[float, Field(gt=0, strict=False)] | None = None
+    """Speaking rate, 1 = normal."""
+    stability: Annotated[float, Field(ge=0, le=1, strict=False)] | None = None
+    """Voice stability, 0..1 (ElevenLabs voices)."""
+    similarity_boost: Annotated[float, Field(ge=0, le=1, strict=False)] | None = None
+    """Similarity to the original voice, 0..1 (ElevenLabs voices)."""
+
+
+class TranscriberSettings(_Settings):
+    """What turns the caller's speech into text."""
+
+    provider: NonEmpty
+    """The transcriber's provider as the vendor names it (VAPI: ``deepgram``, ...; ElevenLabs: ``elevenlabs``)."""
+    model: NonEmpty | None = None
+    """The transcription model (``nova-2``)."""
+    language: NonEmpty | None = None
+    """The caller's language (``en``)."""
+
+
+class TurnSettings(_Settings):
+    """Turn-taking: when the assistant speaks and when silence ends the call."""
+
+    wait_seconds: Seconds | None = None
+    """The least time the assistant waits after the caller stops before it speaks (endpointing)."""
+    silence_timeout_seconds: Seconds | None = None
+    """How long the caller may stay silent before the call is ended."""
+
+
+class CompiledConfig(BaseModel):
+    """A compiled assistant config. Other keys a compiler emits (server, ...) are kept as they are."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True, use_attribute_docstrings=True)
 
     name: NonEmpty
     """The assistant's name, for people."""
@@ -64,6 +137,20 @@ class CompiledConfig(BaseModel):
     """What the assistant says first, if it speaks first."""
     tools: list[CompiledTool] = Field(default_factory=list)
     """The tools attached to the assistant, names unique."""
+    model: ModelSettings | None = None
+    """The LLM, its temperature and reply length; a run's ``--model`` may override it (recorded on the run)."""
+    voice: VoiceSettings | None = None
+    """The voice; a chat runner creates the assistant with it, though a chat has no audio."""
+    transcriber: TranscriberSettings | None = None
+    """The speech-to-text settings."""
+    turn: TurnSettings | None = None
+    """Endpointing and silence."""
+    max_duration_seconds: Annotated[int, Field(gt=0)] | None = None
+    """The longest a call may last."""
+    end_call_message: NonEmpty | None = None
+    """What the assistant says as it ends the call."""
+    end_call_phrases: list[NonEmpty] | None = None
+    """Phrases that, said by the assistant, end the call."""
 
     @field_validator("tools")
     @classmethod
@@ -132,8 +219,10 @@ def _generic(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _place(loc: tuple[Any, ...]) -> tuple[int, int, int]:
-    """Where a problem sorts: by field as declared, then by tool, then by the tool's field."""
-    return _ORDER[loc[:1]], (loc[1] if len(loc) > 1 else -1), _ORDER[_generic(loc)]
+    """Where a problem sorts: by field as declared, then by tool, then by the tool's field (settings last)."""
+    last = len(_ORDER) + list(CompiledConfig.model_fields).index(loc[0]) if loc[0] in CompiledConfig.model_fields else 99
+    index = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else -1
+    return _ORDER.get(loc[:1], last), index, _ORDER.get(_generic(loc), 0)
 
 
 def _problem(error: Any) -> str:
@@ -141,7 +230,60 @@ def _problem(error: Any) -> str:
     if error["type"] == "missing" and len(error["loc"]) == 1:
         return f"{where}: missing; a non-empty string is required"
     got = None if error["type"] == "missing" else error["input"]
-    return f"{where}: expected {_EXPECTED[_generic(error['loc'])]}, got {_kind(got)}"
+    expected = _EXPECTED.get(_generic(error["loc"]))
+    if expected is None:  # a setting: pydantic's words say the bound or the allowed keys
+        if error["type"] == "extra_forbidden":
+            group = CompiledConfig.model_fields[error["loc"][0]].annotation
+            known = ", ".join(next(a for a in getattr(group, "__args__", (group,)) if a is not type(None)).model_fields)
+            return f"{where}: not a setting Assay knows; the settings here are {known}"
+        return f"{where}: {error['msg'].lower()}, got {_kind(got) if error['type'] != 'missing' else 'nothing'}"
+    return f"{where}: expected {expected}, got {_kind(got)}"
+
+
+# ------------------------------------------------------------------------------------ settings
+
+SETTINGS = ("model", "voice", "transcriber", "turn", "max_duration_seconds", "end_call_message", "end_call_phrases")
+"""The config's fields that say what the assistant runs on, each translated by every platform runner."""
+
+
+def settings_given(config: CompiledConfig) -> list[str]:
+    """The settings the config gives, as dotted names (``model.temperature``, ``max_duration_seconds``)."""
+    given = []
+    for field in SETTINGS:
+        value = getattr(config, field)
+        if isinstance(value, BaseModel):
+            given += [f"{field}.{k}" for k, v in value if v is not None]
+        elif value is not None:
+            given.append(field)
+    return given
+
+
+def refused_settings(config: CompiledConfig, takes: Collection[str], vendor: str) -> str | None:
+    """Why ``vendor``, which takes only the settings ``takes`` (dotted names), cannot run the config, or None."""
+    refused = [name for name in settings_given(config) if name not in takes]
+    if not refused:
+        return None
+    return (f"{vendor} cannot take the compiled config's {', '.join(refused)}: its assistants have no such setting. "
+            f"Remove {'it' if len(refused) == 1 else 'them'} from the config, or run the suite on a runner whose vendor "
+            "takes it; Assay does not drop or replace a setting")
+
+
+def with_model(config: CompiledConfig, model: str | None) -> CompiledConfig:
+    """The config with its model replaced by ``model`` (``NAME`` or ``PROVIDER/NAME``), as a run's ``--model``
+    asks; the config's other model settings stay. None: the config as it is."""
+    if model is None:
+        return config
+    provider, _, name = model.partition("/") if "/" in model else ("", "", model)  # openrouter/anthropic/x: provider openrouter
+    current = config.model.model_dump() if config.model is not None else {}
+    current.update(model=name, **({"provider": provider} if provider else {}))
+    return config.model_copy(update={"model": ModelSettings.model_validate(current)})
+
+
+def schema_text() -> str:
+    """The JSON Schema (draft 2020-12) of a compiled config, as committed in ``docs/reference``."""
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **CompiledConfig.model_json_schema(),
+              "title": "Assay compiled assistant config"}
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 # ------------------------------------------------------------------------------------ read_artefact
@@ -204,4 +346,14 @@ def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, str | list | dict) and len(value) == 0)
 
 
-__all__ = ["ArtefactParts", "CompiledConfig", "CompiledTool", "PLACEHOLDER", "config_problems", "read_artefact"]
+__all__ = ["ArtefactParts", "CompiledConfig", "CompiledTool", "ModelSettings", "PLACEHOLDER", "SETTINGS", "TranscriberSettings",
+           "TurnSettings", "VoiceSettings", "config_problems", "read_artefact", "refused_settings", "schema_text",
+           "settings_given", "with_model"]
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    Path(sys.argv[1]).write_text(schema_text())
+    print(sys.argv[1])

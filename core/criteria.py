@@ -10,10 +10,16 @@ makes the verdict ``error`` (:mod:`assay.transforms.verdicts` holds the rule).
 
 A spec may ask for a per-case pass rate over a case's replays through ``pass_rate``
 (:mod:`assay.transforms.series` holds the decision rule).
+
+A spec may say where a counted key applies through ``applies``: ``{tool.called: capable}`` counts that
+key only on runners that can evaluate it. Its results from a runner that cannot (evaluator
+:data:`UNSUPPORTED`) are still stored with their reason; the verdict leaves them out and says so, and a
+required key that no counted result decides is ``error``, never ``pass``.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 from typing import Any, Literal
@@ -30,6 +36,13 @@ from pydantic import (
 )
 
 from .errors import CriteriaError
+
+UNSUPPORTED = "assay:unsupported"
+"""The evaluator of a result whose runner cannot evaluate its mechanism (or does not produce the vendor
+evaluation it names): met false, with a reason naming the runner."""
+
+Applicability = Literal["capable"]
+"""Where a key counts: ``capable``, only on runners that can evaluate it."""
 
 
 class ThresholdGroup(BaseModel):
@@ -173,12 +186,21 @@ class CriteriaSpec(BaseModel):
     pass_rate: PassRate | None = None
     """The per-case pass rate a case's replays must show, e.g. ``{min: 0.9}``; absent, each case run
     is judged on its own."""
+    applies: dict[str, Applicability] = Field(default_factory=dict)
+    """Where each named key counts, e.g. ``{tool.called: capable}``: only on runners that can evaluate it;
+    its results elsewhere are left out of the verdict, which says so. Absent, a key counts on every runner."""
 
     @model_validator(mode="after")
     def _not_required_and_ignored(self) -> "CriteriaSpec":
         both = sorted(set(self.required) & set(self.ignore))
         if both:
             raise ValueError(f"keys both required and ignored: {', '.join(both)}; keep each in one list")
+        counted = set(self.required) | {k for g in self.threshold for k in g.keys}
+        stray = sorted(set(self.applies) - counted)
+        if stray:
+            raise ValueError(f"applies names key(s) {', '.join(stray)} that neither required nor threshold counts "
+                             f"(counted: {', '.join(sorted(counted)) or 'none'}); name a counted key, "
+                             "e.g. applies: {tool.called: capable}")
         return self
 
     @model_serializer(mode="wrap")
@@ -187,10 +209,17 @@ class CriteriaSpec(BaseModel):
         for optional in ("allow_undetermined", "pass_rate"):
             if getattr(self, optional) is None:
                 out.pop(optional, None)
+        if not self.applies:
+            out.pop("applies", None)
         return out
 
     def named_keys(self) -> set[str]:
         return set(self.required) | set(self.ignore) | {k for g in self.threshold for k in g.keys}
+
+    def capable_only(self) -> list[str]:
+        """The counted keys that count only on runners able to evaluate them, sorted."""
+        ignored = set(self.ignore)
+        return sorted(k for k, where in self.applies.items() if where == "capable" and k not in ignored)
 
     def counted_required(self) -> list[str]:
         """The required keys that count: each once, in order, an ignored key never (ignore wins)."""
@@ -205,16 +234,26 @@ class CriteriaSpec(BaseModel):
         return [(i, keys, low) for i, keys, low in groups if keys]
 
 
+def did_you_mean(key: str, keys: Iterable[str]) -> str:
+    """`` (did you mean 'k'?)`` naming the assertion key a mistyped ``key`` most likely meant; empty when
+    none is close enough to be a typo (a wrong guess misleads more than none)."""
+    close = difflib.get_close_matches(key, sorted(set(keys)), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def unmatched(spec: CriteriaSpec, keys: Iterable[str]) -> list[str]:
-    """Problems resolving ``spec`` against the suite's assertion ``keys`` (empty when it resolves)."""
+    """Problems resolving ``spec`` against the suite's assertion ``keys`` (empty when it resolves), each
+    mistyped key with the nearest assertion key."""
     available = set(keys)
-    problems = [f"required key {k!r} matches no assertion of the suite" for k in spec.required if k not in available]
+    problems = [f"required key {k!r}{did_you_mean(k, available)} matches no assertion of the suite"
+                for k in spec.required if k not in available]
     for i, group in enumerate(spec.threshold):
         missing = [k for k in group.keys if k not in available]
+        named = ", ".join(f"{k}{did_you_mean(k, available)}" for k in missing)
         if len(missing) == len(group.keys):
-            problems.append(f"threshold group {i} ({', '.join(group.keys)}) matches no assertion of the suite")
+            problems.append(f"threshold group {i} ({named}) matches no assertion of the suite")
         elif missing:
-            problems.append(f"threshold group {i}: key(s) {', '.join(missing)} match no assertion of the suite")
+            problems.append(f"threshold group {i}: key(s) {named} match no assertion of the suite")
     return problems
 
 

@@ -200,6 +200,8 @@ class SuiteRow(Body):
     """Consumers with criteria on it."""
     tags: list[str]
     """Its tags, sorted (``nightly``: the nightly sweep re-runs it)."""
+    runners: list[str]
+    """The runners it declares, in order (a run on each); none: its target's default runner."""
 
 
 class CaseRow(Body):

@@ -165,6 +165,8 @@ class KeyRate(Body):
     """Met."""
     nulls: int
     """Undetermined."""
+    not_applicable: int = 0
+    """Not met because the run's runner cannot evaluate the key (``assay:unsupported``): not a failure."""
 
 
 class KeyFlip(Body):

@@ -22,12 +22,14 @@ from .document_catalog import LS_BODIES, InitDoc, LoadDoc, PlanDoc, VersionDoc
 from .document_drill import DiffDoc, ShowDoc
 from .document_exam_runs import ExamsDoc
 from .document_exams import BlessDoc, CalibrateDoc, DistilDoc, ExportDoc, ReviewDoc, SessionsDoc
+from .document_import import ImportConfigDoc
 from .document_legacy import LegacyDoc
 from .document_report import ReportDoc
 from .document_rescore import RescoreDoc, WhatifDoc
 from .document_runs import JudgeDoc, RejudgeDoc, RunDoc, RunsDoc, VerdictsDoc
 from .document_server import DeployDoc, ServerStartDoc, ServerStatusDoc, ServerStopDoc
 from .document_templates import TemplateApplyDoc, TemplateLsDoc
+from .document_tools import FakeVendorsDoc, QueryDoc
 from .document_upkeep import (
     BenchDoc,
     CollectDoc,
@@ -58,6 +60,8 @@ BODIES: dict[str, tuple[type[BaseModel], ...]] = {
     "assay.version": (VersionDoc,), "assay.sessions": (SessionsDoc,), "assay.bless": (BlessDoc,),
     "assay.distil": (DistilDoc,), "assay.review": (ReviewDoc,), "assay.export": (ExportDoc,),
     "assay.calibrate": (CalibrateDoc,), "assay.exams": (ExamsDoc,),
+    "assay.import-config": (ImportConfigDoc,),
+    "assay.fake-vendors": (FakeVendorsDoc,), "assay.query": (QueryDoc,),
 }
 """Schema id -> its body model (several, told apart by their ``kind`` field, when the body varies)."""
 

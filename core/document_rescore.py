@@ -12,6 +12,8 @@ class RescoredRun(Body):
 
     run_id: str
     """The run."""
+    runner: str
+    """The runner it ran on."""
     verdict: Verdict | None
     """Its verdict under these criteria."""
     reason: str | None
@@ -58,7 +60,7 @@ class RescoreDoc(Body):
     spec: CriteriaSpec
     """The spec applied."""
     runs: list[RescoredRun]
-    """Every finalised run of the suite."""
+    """Every finalised run of the suite, oldest first."""
     flips: list[Flip]
     """Those whose verdict flips."""
 

@@ -305,7 +305,7 @@ class VerdictsDoc(Body):
     """``assay verdicts``."""
 
     verdicts: list[VerdictRow]
-    """Per run and consumer, ordered by run id then consumer."""
+    """Per run and consumer: the runs in the order chosen (a suite's oldest first), each run's consumers by name."""
 
 
 class JudgeSpend(Body):

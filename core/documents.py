@@ -15,10 +15,11 @@ _COMMANDS = (
     "lake.migrate", "lake.vacuum", "lake.compact", "collect", "judge-agreement", "judge-noise",
     "ls", "show", "diff", "server.start", "server.stop", "server.status",
     "deploy", "template", "template.ls", "legacy", "project", "whatif", "report", "calls.import", "calls.review", "version",
-    "sessions", "bless", "distil", "review", "export", "calibrate", "exams",
+    "sessions", "bless", "distil", "review", "export", "calibrate", "exams", "import-config",
+    "fake-vendors", "query",
 )
 
-_REVISIONS = {"run": 3, "runs": 2, "bench": 2, "verdicts": 3, "judge": 3, "rescore": 3, "ls": 3, "plan": 3,
+_REVISIONS = {"run": 3, "runs": 2, "bench": 2, "verdicts": 3, "judge": 3, "rescore": 4, "ls": 4, "plan": 3,
               "whatif": 2, "demo": 2, "judge-agreement": 2}
 """Documents past their first revision. ``assay.run`` 2: each consumer's ``verdicts``. ``assay.verdicts``,
 ``assay.judge`` and ``assay.rescore`` 2: each verdict says what it counted (``counted``, ``excluded``,
@@ -28,7 +29,8 @@ decided it. ``assay.ls`` 2: each suite's ``tags``. ``assay.plan`` 2: each suite'
 Repeats: a run's ``repeat`` and ``budget`` (``assay.runs`` 2, ``assay.run`` 3, ``assay.demo`` 2); a verdict's
 ``series``, each case decided over its replays (``assay.verdicts``, ``assay.judge`` 3); a criteria's
 ``pass_rate`` (``assay.rescore``, ``assay.ls`` 3, ``assay.whatif`` 2). ``assay.judge-agreement`` 2: ``unparsed``,
-the undetermined items whose answer could not be read as a verdict."""
+the undetermined items whose answer could not be read as a verdict. ``assay.rescore`` 4: each run's ``runner``,
+the runs oldest first. ``assay.ls`` 4: each suite's declared ``runners``."""
 
 DOCUMENTS: dict[str, tuple[int, Stability]] = {
     f"assay.{name}": (_REVISIONS.get(name, 1), "experimental") for name in _COMMANDS

@@ -304,6 +304,7 @@ MECHANISMS: dict[str, type[Params]] = {
     "transcript.contains": TextMatch,
     "transcript.not_contains": TextMatch,
     "transcript.regex": RegexMatch,
+    "transcript.not_regex": RegexMatch,
     "transcript.max_turns": MaxTurns,
     "transcript.max_latency": MaxLatency,
     "transcript.response_latency": ResponseLatency,

@@ -133,6 +133,10 @@ class Settings(BaseSettings):
     """How long ``assay server start`` waits for the workspace's Prefect server to answer
     (``ASSAY_SERVER_START_TIMEOUT_SECONDS``); a loaded machine needs far more than Prefect's own 20 s."""
 
+    notify_webhook_url: SecretStr | None = None
+    """Where a failed gate and a nightly sweep with a failure are posted, as JSON (``ASSAY_NOTIFY_WEBHOOK_URL``:
+    a chat's incoming webhook, an incident tool's); a secret, since such a URL is its own credential."""
+
     @field_validator("home", mode="before")
     @classmethod
     def _home_not_empty(cls, value: object) -> object:

@@ -11,7 +11,12 @@ random and nothing is clever, so a test can say exactly what the agent will do:
    r of the lines it matches, spread evenly and deterministically: the n-th match decides when
    ``floor(n * r)`` steps up (``0.1``: the 10th, 20th, ... match), so a test can make an agent flaky at an
    exact rate. The fake keeps the counts (``hits``), per rule, across conversations.
-2. **Otherwise the default.** The agent's first reply is the assistant's first message (else "Hello, how
+2. **Then the conversation's script.** ``conversations`` (``faults.scripts["conversations"]``) is a list of
+   ``{"opening": text, "replies": [{"reply": text, "tool"?, "arguments"?, "result"?, "is_error"?}, ...]}``:
+   in a conversation whose first caller line is ``opening`` (compared without surrounding spaces), the
+   agent's n-th reply is ``replies[n]``, and once they are spent :data:`CLOSING` (:func:`scripted`). This
+   is how one team's cases get replies of their own (``assay fake-vendors --script``).
+3. **Otherwise the default.** The agent's first reply is the assistant's first message (else "Hello, how
    can I help?"); later replies are :data:`LATER_REPLY`. On its first reply only, the agent calls the first
    attached tool whose name the prompt mentions (an agent told "check the area with check_service_area"
    does), with arguments filled from the tool's JSON-schema parameters (:func:`default_arguments`) and
@@ -32,8 +37,12 @@ LATER_REPLY = "I understand. Is there anything else I can help with?"
 """Every later reply no rule decides."""
 DEFAULT_RESULT: dict[str, Any] = {"ok": True}
 """What a tool returns unless a rule says otherwise."""
+CLOSING = "You're welcome. Goodbye!"
+"""A scripted conversation's reply once its scripted replies are spent."""
 
 _RULE_KEYS = {"match", "reply", "tool", "arguments", "result", "is_error", "rate"}
+_REPLY_KEYS = _RULE_KEYS - {"match", "rate"}
+_CONVERSATION_KEYS = {"opening", "replies", "criteria"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,41 @@ def check_rules(rules: Any) -> list[dict[str, Any]]:
         except re.error as exc:
             raise ValueError(f"reply rule {k}: 'match' {rule['match']!r} is not a regular expression: {exc}") from None
     return list(rules)
+
+
+def check_conversations(conversations: Any) -> list[dict[str, Any]]:
+    """``conversations`` as a list of scripted conversations; ValueError naming the bad one and the allowed keys."""
+    if conversations is None:
+        return []
+    if not isinstance(conversations, list):
+        raise ValueError(f"conversations must be a list of objects, got {type(conversations).__name__}")
+    for k, convo in enumerate(conversations):
+        if not isinstance(convo, Mapping) or not isinstance(convo.get("opening"), str):
+            raise ValueError(f"conversation {k} needs a string 'opening' (the caller's first line): {convo!r}")
+        unknown = sorted(set(convo) - _CONVERSATION_KEYS)
+        if unknown:
+            raise ValueError(f"conversation {k} has unknown keys {unknown}; allowed: {sorted(_CONVERSATION_KEYS)}")
+        for n, said in enumerate(convo.get("replies") or []):
+            if not isinstance(said, Mapping) or not isinstance(said.get("reply"), str) or set(said) - _REPLY_KEYS:
+                raise ValueError(f"conversation {k}, reply {n}: an object with a string 'reply' and optional "
+                                 f"{sorted(_REPLY_KEYS - {'reply'})}, got {said!r}")
+    return list(conversations)
+
+
+def scripted(conversations: Sequence[Mapping[str, Any]], opening: str, n: int) -> Reply | None:
+    """The agent's n-th reply (from 0) in the conversation that ``opening`` began, if a script covers it."""
+    convo = next((c for c in conversations if c["opening"].strip() == opening.strip()), None)
+    if convo is None:
+        return None
+    replies = convo.get("replies") or []
+    if n >= len(replies):
+        return Reply(CLOSING)
+    said = replies[n]
+    tool = None
+    if said.get("tool"):
+        result = said["result"] if "result" in said else DEFAULT_RESULT
+        tool = ToolUse(str(said["tool"]), dict(said.get("arguments") or {}), result, bool(said.get("is_error")))
+    return Reply(said["reply"], tool)
 
 
 def fires(rule: Mapping[str, Any], k: int, hits: dict[int, int]) -> bool:
@@ -136,5 +180,5 @@ def default_arguments(parameters: Any, caller_text: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["DEFAULT_RESULT", "FIRST_REPLY", "LATER_REPLY", "Reply", "ToolUse", "check_rules", "default_arguments",
-           "fires", "reply"]
+__all__ = ["CLOSING", "DEFAULT_RESULT", "FIRST_REPLY", "LATER_REPLY", "Reply", "ToolUse", "check_conversations", "check_rules",
+           "default_arguments", "fires", "reply", "scripted"]

@@ -20,7 +20,8 @@ A simulation is deterministic:
   user line with the shared brain (:mod:`.brain`, rules from ``scripts["replies"]``). A tool call is
   three agent turns, as ElevenLabs transcripts show them: one with ``tool_calls``, one with
   ``tool_results`` (``result_value`` from ``tool_mock_config`` when the tool is mocked, else the brain's
-  result as JSON text), then the words. ``{{variables}}`` in the prompt and first message are filled from
+  result as JSON text), then the words. ``scripts["conversations"]`` (the brain's scripted conversations,
+  keyed by the user's first line) give one conversation its own replies, and its own ``criteria``. ``{{variables}}`` in the prompt and first message are filled from
   ``dynamic_variables`` then the agent's placeholders; one left without a value is refused (400), as the
   platform refuses to start such a conversation.
 - **The simulated user** says, in order, its ``first_message`` (if any) and the lines its prompt lists
@@ -47,7 +48,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .base import Answer, FakeRequest, FakeVendor, Handler
-from .brain import check_rules, reply
+from .brain import check_conversations, check_rules, reply, scripted
 from .openapi import elevenlabs_document
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
@@ -84,6 +85,7 @@ class Prompt(_Read):
     prompt: str = ""
     llm: str | None = None
     temperature: float | None = None
+    max_tokens: int | None = None
     tools: list[Tool] | None = None
     tool_ids: list[str] | None = None
 
@@ -297,6 +299,7 @@ class FakeElevenLabs(FakeVendor):
             scripts = json.loads(json.dumps(self.faults.scripts))
         try:
             rules = check_rules(scripts.get("replies"))
+            check_conversations(scripts.get("conversations"))
         except ValueError as exc:
             return 400, self.error_body(400, f"fake misconfigured: {exc}")
         return self._with_agent(req, lambda agent: self._simulate(agent, body, rules, scripts))
@@ -321,12 +324,18 @@ class FakeElevenLabs(FakeVendor):
             convo.add("agent", first)
         said = sum(1 for t in history if t["role"] == "user")
         replied = any(t["role"] == "agent" and t.get("message") and t["message"] != first for t in history)
+        lines = [str(t.get("message") or "") for t in history if t["role"] == "user"]
+        conversations = scripts.get("conversations") or []
         for line in _user_lines(spec.simulated_user_config)[said:]:
             if not convo.add("user", line):
                 break
+            lines.append(line)
+            planned = None
+            if not any(re.search(r["match"], line, re.IGNORECASE) for r in rules):
+                planned = scripted(conversations, lines[0], len(lines) - 1)
             with self.lock:  # the rated rules' counts are shared by every conversation
-                answer = reply(line, rules=rules, prompt=prompt, first_message=None, tools=tools, first=not replied,
-                               hits=self.faults.hits)
+                answer = planned or reply(line, rules=rules, prompt=prompt, first_message=None, tools=tools,
+                                          first=not replied, hits=self.faults.hits)
             replied = True
             if answer.tool is not None and not self._tool_turns(convo, answer.tool, mocks):
                 break
@@ -334,7 +343,9 @@ class FakeElevenLabs(FakeVendor):
                 break
         criteria = [*(agent["platform_settings"].get("evaluation", {}).get("criteria") or []),
                     *[c.model_dump(exclude_none=True) for c in body.extra_evaluation_criteria or []]]
-        return 200, {"simulated_conversation": convo.turns, "analysis": _analysis(convo.turns, criteria, scripts)}
+        own = next((c for c in conversations if lines and c["opening"].strip() == lines[0].strip()), {})
+        steer = {**scripts, "criteria": {**(scripts.get("criteria") or {}), **(own.get("criteria") or {})}}
+        return 200, {"simulated_conversation": convo.turns, "analysis": _analysis(convo.turns, criteria, steer)}
 
     def _tool_turns(self, convo: "_Conversation", tool: Any, mocks: dict[str, ToolMock]) -> bool:
         request_id = f"toolu_{next(self._ids):06d}"

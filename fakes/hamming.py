@@ -26,6 +26,7 @@ Steering (:class:`~.base.Faults`): ``never_finish``; ``finish_after`` (seconds, 
 - ``final_status``: the status a run ends in (default ``COMPLETED``; ``FAILED``, ``CANCELED``,
   ``SCORING_FAILED`` shape the results accordingly);
 - ``assertion_status: {assertion id: PASSED|FAILED|ERROR}`` and ``reasons: {assertion id: text}``;
+  ``persona_status: {persona name or "*": {assertion id: ...}}`` says it for one persona's calls first;
 - ``case_status: {persona name or "*": ERROR|...}``, ``transcript: {persona name or "*": text}``.
 
 Results are read from ``scripts`` when asked for, so a test can change them while a run is going.
@@ -234,7 +235,9 @@ class FakeHamming(FakeVendor):
         if status == "FAILED" or own == "ERROR":
             return {**out, "status": "ERROR"}
         for aid in run["assertion_ids"]:
-            verdict = "ERROR" if status == "SCORING_FAILED" else (scripts.get("assertion_status") or {}).get(aid, "PASSED")
+            own_status = _pick(scripts.get("persona_status"), persona) or {}
+            verdict = "ERROR" if status == "SCORING_FAILED" else own_status.get(
+                aid, (scripts.get("assertion_status") or {}).get(aid, "PASSED"))
             item = {"assertionId": aid, "assertionName": renamed.get(aid) or catalogue.get(aid, {}).get("name", aid),
                     "status": verdict}
             reason = (scripts.get("reasons") or {}).get(aid)

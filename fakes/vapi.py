@@ -7,6 +7,8 @@ schemas); ``faults.wild`` makes them stray (:mod:`.wild`). Auth is ``Authorizati
 deterministic brain (:mod:`.brain`), steered by ``faults.scripts``:
 
 - ``"replies"``: the brain's reply rules (regex over the caller's input -> reply, optional tool call);
+- ``"conversations"``: the brain's scripted conversations (by the chat chain's first caller line, the
+  agent's n-th reply), as ``assay fake-vendors --script`` writes them;
 - ``"judge"``: rules for ``ai`` judge plans, ``[{"match": regex over the judge's system prompt,
   "verdict": "pass" | "fail"}]``; the first match decides, else ``pass``;
 - ``"eval_error"``: when set (a message), eval runs end with ``endedReason: "error"`` and that message.
@@ -32,7 +34,7 @@ from typing import Any
 import httpx
 
 from .base import Answer, FakeRequest, FakeVendor, Handler
-from .brain import Reply, ToolUse, check_rules, reply
+from .brain import Reply, ToolUse, check_conversations, check_rules, reply, scripted
 from .openapi import vapi_document
 
 CHAT_COST = 0.002
@@ -102,14 +104,21 @@ class FakeVapi(FakeVendor):
             items = sorted(self.objects(kind).values(), key=lambda o: o["createdAt"], reverse=True)
         return items[:limit]
 
-    def _brain(self, assistant: dict[str, Any], text: str, first: bool) -> Reply:
+    def _brain(self, assistant: dict[str, Any], text: str, said: list[str], first: bool | None = None) -> Reply:
+        """The agent's reply to ``text``, the caller's latest line; ``said``: the caller's earlier lines in the
+        conversation; ``first``: whether the agent has not spoken yet (default: no earlier caller line)."""
         model = assistant.get("model") or {}
         prompt = "\n".join(m.get("content") or "" for m in model.get("messages") or [] if m.get("role") == "system")
         tools = [t.get("function") or {} for t in model.get("tools") or [] if t.get("type") == "function"]
         with self.lock:  # the rated rules' counts are shared by every conversation
             rules = check_rules(self.faults.scripts.get("replies"))
+            conversations = check_conversations(self.faults.scripts.get("conversations"))
+            if not any(re.search(r["match"], text, re.IGNORECASE) for r in rules):
+                planned = scripted(conversations, (said or [text])[0], len(said))
+                if planned is not None:
+                    return planned
             return reply(text, rules=rules, prompt=prompt, first_message=assistant.get("firstMessage"), tools=tools,
-                         first=first, hits=self.faults.hits)
+                         first=not said if first is None else first, hits=self.faults.hits)
 
     # -- assistants ------------------------------------------------------------------------------------
     def create_assistant(self, req: FakeRequest) -> Answer:
@@ -140,8 +149,9 @@ class FakeVapi(FakeVendor):
             previous = self.objects("chat").get(body["previousChatId"])
             if previous is None:
                 return 404, self.error_body(404, f"Couldn't find chat {body['previousChatId']!r}")
+        earlier = [m["content"] for m in previous["messages"] if m.get("role") == "user"] if previous else []
         try:
-            said = self._brain(assistant, body["input"], first=previous is None)
+            said = self._brain(assistant, body["input"], [str(m) for m in earlier])
         except ValueError as exc:
             return 500, self.error_body(500, f"fake brain: {exc}")
         chat_id = self._new_id("chat")
@@ -236,13 +246,16 @@ class FakeVapi(FakeVendor):
         """Play an eval's messages: mocks are replayed, each checkpoint gets a brain reply that its judge plan judges."""
         said: list[dict[str, Any]] = []
         passed, first, last_user = True, True, ""
+        users: list[str] = []
         for message in script:
             if message.get("role") != "assistant" or "judgePlan" not in message:
                 said.append({k: v for k, v in message.items() if k in ("role", "content", "toolCalls")})
-                last_user = message.get("content", last_user) if message.get("role") == "user" else last_user
+                if message.get("role") == "user":
+                    last_user = message.get("content", last_user)
+                    users.append(str(last_user))
                 first = first and message.get("role") != "assistant"
                 continue
-            answer = self._brain(assistant, last_user, first)
+            answer = self._brain(assistant, last_user, users[:-1], first)
             first = False
             calls = [{"name": answer.tool.name, "arguments": answer.tool.arguments}] if answer.tool else []
             said.append({"role": "assistant", "content": answer.text, **({"toolCalls": calls} if calls else {})})

@@ -313,7 +313,15 @@ def _whatif(spec: str | None, since: datetime | None, team: str | None, consumer
 
 
 def _rescore_materialise(suite: str, consumer: str, version: int | None, candidate: Any, as_json: bool) -> None:
+    from assay.storage.catalog.assertions import criteria_spec
+    from assay.storage.catalog.runs import find_suite
+
     from . import orchestration
+
+    with _workspace().engine.connect() as conn:  # a mistyped suite or consumer starts no flow run
+        found = find_suite(conn, suite)
+        if candidate is None:
+            criteria_spec(conn, found.suite_id, consumer, version)
 
     result = orchestration.watched(_console(), f"re-scoring {suite}", "runs", as_json, orchestration.rescore_materialise,
                                    suite, consumer, version, candidate.model_dump() if candidate else None)
@@ -364,16 +372,23 @@ def query(
     fmt: Annotated[QueryFormat, typer.Option("--format", help="table, csv, or json (an array of rows).")] = (
         QueryFormat.table
     ),
+    as_json: JsonOpt = False,
 ) -> None:
     """Ask your own question: SQL on assay.connect(), DuckDB over the lake and the catalog.
 
-    Every view and column is listed in docs/reference/query.md.
+    Every view and column is listed in docs/reference/query.md. --json prints the answer as a document
+    (its columns with their types, and its rows); --format json, the bare array of rows.
     """
     import assay
     from assay.storage.query import run as run_sql
 
+    if as_json and fmt is not QueryFormat.table:
+        raise UsageError(f"--json prints a document and --format {fmt.value} the bare answer: give one of them")
     answer = run_sql(assay.connect(), sql)
-    if fmt is QueryFormat.csv:
+    if as_json:
+        columns = [{"name": n, "type": t} for n, t in zip(answer.columns, answer.types, strict=True)]
+        _emit("assay.query", {"columns": columns, "rows": answer.records(), "row_count": len(answer.rows)}, True)
+    elif fmt is QueryFormat.csv:
         typer.echo(answer.to_csv(), nl=False)
     elif fmt is QueryFormat.json:
         typer.echo(answer.to_json())
@@ -492,12 +507,12 @@ def _fail(exc: BaseException, code: int, unexpected: bool = False) -> None:
 
 # Commands kept in modules of their own; each registers itself on the app.
 from . import (  # noqa: E402
-    cli_calls, cli_collect, cli_deploy, cli_drill, cli_exam_run, cli_exams, cli_export, cli_judge, cli_lake, cli_legacy, cli_ls,
-    cli_project, cli_report, cli_server, cli_template, cli_vendors, cli_verdicts,
+    cli_calls, cli_collect, cli_deploy, cli_drill, cli_exam_run, cli_exams, cli_export, cli_import_config, cli_judge, cli_lake,
+    cli_legacy, cli_ls, cli_project, cli_report, cli_server, cli_template, cli_vendors, cli_verdicts,
 )
 
-for _module in (cli_calls, cli_collect, cli_deploy, cli_drill, cli_exam_run, cli_exams, cli_export, cli_judge, cli_lake, cli_legacy,
-                cli_ls, cli_project, cli_report, cli_server, cli_template, cli_vendors, cli_verdicts):
+for _module in (cli_calls, cli_collect, cli_deploy, cli_drill, cli_exam_run, cli_exams, cli_export, cli_import_config, cli_judge,
+                cli_lake, cli_legacy, cli_ls, cli_project, cli_report, cli_server, cli_template, cli_vendors, cli_verdicts):
     _module.register(app)
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
+from .durations import human_duration
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")]
 
 server_app = typer.Typer(
@@ -79,7 +81,7 @@ def server_status(as_json: JsonOpt = False) -> None:
         return
     info = body["server"]
     health = "answering" if healthy else "[yellow]not answering[/] (stop it with `assay server stop`)"
-    console.print(f"[green]running[/]: {info['url']} (pid {info['pid']}, up {_duration(info['uptime_seconds'])}), "
+    console.print(f"[green]running[/]: {info['url']} (pid {info['pid']}, up {human_duration(info['uptime_seconds'])}), "
                   f"{health}")
     _note_precedence(console, state)
 
@@ -96,9 +98,3 @@ def _note_precedence(console: Any, state: Any) -> None:
     theirs = os.environ.get("PREFECT_API_URL")
     if theirs and theirs.rstrip("/") != state.api_url:
         console.print(f"[yellow]note[/]: PREFECT_API_URL is set ({theirs}): commands use that server, not this one")
-
-
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"

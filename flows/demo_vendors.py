@@ -63,7 +63,7 @@ ELEVENLABS_CRITERIA = {"told_2": {"result": "failure",
 
 
 def steer(fakes: dict[str, Any]) -> None:
-    """Script the fakes for the demo's story (also what ``assay fake-vendors`` serves)."""
+    """Script the fakes for the demo's story (also what ``assay fake-vendors --demo`` serves)."""
     fakes["vapi"].faults.scripts["replies"] = AGENT_RULES
     fakes["elevenlabs"].faults.scripts["replies"] = AGENT_RULES
     fakes["elevenlabs"].faults.scripts["criteria"] = ELEVENLABS_CRITERIA

@@ -60,8 +60,10 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
     Deployment("compact", cron="0 2 * * *", what="rewrite the lake's small files, one task per table"),
     Deployment("vacuum", cron="0 4 * * *", what="delete lake files past the grace period"),
     Deployment("projections", cron="15 * * * *", what="the projected tables: verdicts, fleet stats, evaluator pairs, costs"),
-    Deployment("nightly_sweep", cron="0 1 * * *", what="re-run suites tagged nightly, then re-judge"),
-    Deployment("run_suite", what="run a suite: parameters suite, runner, deadline_minutes"),
+    Deployment("nightly_sweep", cron="0 1 * * *",
+               what="re-run suites tagged nightly on each runner they declare, then re-judge"),
+    Deployment("run_suite", what="run a suite: parameters suite, runner (default: each it declares, a run "
+                                 "each), deadline_minutes, gate"),
     Deployment("judge", what="judge one run's stored evidence again: parameter run_id"),
     Deployment("rejudge", what="re-judge runs (mapped per run): parameter run_ids"),
     Deployment("rescore_materialise", what="append a criteria's verdicts on a suite's history to the lake"),

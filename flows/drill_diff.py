@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from assay.core.criteria import UNSUPPORTED
 from assay.core.errors import IncomparableError
 from assay.storage.catalog.runs import get_run
 
@@ -49,11 +50,12 @@ def _by_case(verdicts: list[dict[str, Any]], labels: pl.DataFrame, a: str, b: st
 
 
 def _by_key(results: pl.DataFrame, labels: pl.DataFrame, a: str, b: str) -> list[dict[str, Any]]:
-    atoms = results.select("run_id", "case_run_id", "assertion_key", "met", "reason").join(
+    atoms = results.select("run_id", "case_run_id", "assertion_key", "met", "reason", "evaluator").join(
         labels.select("case_run_id", *_MATCH), on="case_run_id")
     rates = atoms.group_by("run_id", "assertion_key").agg(
         results=pl.len().cast(pl.Int64), met=pl.col("met").sum().cast(pl.Int64),
-        nulls=pl.col("met").is_null().sum().cast(pl.Int64))
+        nulls=pl.col("met").is_null().sum().cast(pl.Int64),
+        not_applicable=(pl.col("evaluator") == UNSUPPORTED).sum().cast(pl.Int64))
     on = [*_MATCH, "assertion_key"]
     both = _sides(atoms, a, b, on, "met").join(_sides(atoms, a, b, on, "reason"), on=on, nulls_equal=True)
     changed = both.filter(pl.col("met_a").ne_missing(pl.col("met_b"))).sort("case_key", "source_ref", "_nth")
@@ -62,8 +64,8 @@ def _by_key(results: pl.DataFrame, labels: pl.DataFrame, a: str, b: str) -> list
         side = {}
         for name, run in (("a", a), ("b", b)):
             found = rates.filter((pl.col("run_id") == run) & (pl.col("assertion_key") == key))
-            side[name] = found.select("results", "met", "nulls").row(0, named=True) if found.height else {
-                "results": 0, "met": 0, "nulls": 0}
+            side[name] = found.select("results", "met", "nulls", "not_applicable").row(0, named=True) if found.height else {
+                "results": 0, "met": 0, "nulls": 0, "not_applicable": 0}
         flips = changed.filter(pl.col("assertion_key") == key).select(
             "case_key", "source_ref", "met_a", "met_b", "reason_a", "reason_b").to_dicts()
         out.append({"assertion_key": key, **side, "changed": flips})
@@ -75,7 +77,8 @@ def diff(ws: Workspace, run_a: str, run_b: str) -> dict[str, Any]:
 
     ``consumers``: per consumer, its verdict (and criteria version, reason) in a and in b; ``cases``: per
     matched case run and consumer, its verdict in a and in b; ``keys``: per assertion key, how many
-    results, met and undetermined in a and in b, and the matched results whose ``met`` changed (with
+    results, met, undetermined and not applicable (its runner cannot evaluate it: never a failure) in a
+    and in b, and the matched results whose ``met`` changed (with
     both reasons) as ``changed``. Consumer and case rows say whether they ``changed``.
     """
     ra, rb = get_run(ws.engine, run_a), get_run(ws.engine, run_b)

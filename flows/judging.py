@@ -120,7 +120,8 @@ SERIES_FIELDS = ("case_key", "verdict", "passes", "runs", "errors", "lower", "up
 
 
 def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) -> list[dict[str, Any]]:
-    """Each run's verdict per consumer under its stamped criteria version, from the latest outcomes.
+    """Each run's verdict per consumer under its stamped criteria version, from the latest outcomes, in
+    the order of ``run_ids`` (then by consumer).
 
     Next to it, the verdict stamped at finalisation (which never changes): they differ only when a
     re-judge has since produced newer outcomes. With ``cases``, each entry's ``cases`` lists its case
@@ -161,4 +162,5 @@ def verdicts_for(ws: Workspace, run_ids: Sequence[str], *, cases: bool = False) 
             if spec.pass_rate is not None:
                 entry["series"] = [{k: d[k] for k in SERIES_FIELDS} for d in decisions.get(r.run_id, [])]
             out.append(entry)
-    return sorted(out, key=lambda e: (e["run_id"], e["consumer"]))
+    order = {run_id: n for n, run_id in enumerate(run_ids)}  # the runs as chosen: a suite's oldest first
+    return sorted(out, key=lambda e: (order.get(e["run_id"], len(order)), e["run_id"], e["consumer"]))

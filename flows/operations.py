@@ -11,10 +11,12 @@ from typing import Any
 
 from assay.core.errors import ConfigError, HistoryError, RunFinalisedError
 from assay.core.failpoints import failpoint
-from assay.core.plugins import default_runner_for, runner_class
+from assay.core.plugins import runner_class
 from assay.core.runner import DriveResult, Receipt, drive
+from assay.core.suite_runners import runners_to_start, scheduled_runners
 from assay.storage.catalog.load import load_bundle
-from assay.storage.catalog.runs import HISTORY_TAG, RunRow, create_run, find_suite, get_run, job_for_run
+from assay.storage.catalog.runs import (HISTORY_TAG, RunRow, create_run, find_suite, get_run, job_for_run,
+                                        suite_mechanisms)
 
 from .workspace import Workspace
 
@@ -34,6 +36,29 @@ def load(ws: Workspace, path: str) -> dict[str, Any]:
     return load_bundle(ws.engine, path).to_dict()
 
 
+def _runnable(conn: Any, suite: str) -> Any:
+    """The suite's catalog row; imported history is refused: it has nothing to run."""
+    found = find_suite(conn, suite)
+    if HISTORY_TAG in found.tags:
+        raise HistoryError(
+            f"suite {found.team_id}/{found.suite_key} is imported legacy history: its runs arrived final and it has "
+            "nothing to run; run a suite of your own (`assay ls suites`)")
+    return found
+
+
+def runners_for(ws: Workspace, suite: str, runner: str | None = None, *, scheduled: bool = False) -> list[str]:
+    """The runners a run of ``suite`` starts on, one run each: ``runner`` alone when named; else the suite's
+    declared runners; else its target's default runner, which ``scheduled`` work (the nightly sweep, a
+    deployment) takes only when it evaluates every mechanism of the suite's assertions
+    (:mod:`assay.core.suite_runners`)."""
+    with ws.engine.connect() as conn:
+        found = _runnable(conn, suite)
+        if scheduled and runner is None:
+            mechanisms = suite_mechanisms(conn, found.suite_id)
+            return scheduled_runners(suite, found.runners, found.target_kind, mechanisms)
+    return runners_to_start(suite, found.runners, found.target_kind, runner)
+
+
 def start_run(
     ws: Workspace, suite: str, runner: str | None = None, deadline: timedelta | None = None,
     request_id: str | None = None, repeat: int | None = None, budget: int | None = None,
@@ -43,14 +68,26 @@ def start_run(
     With ``request_id`` a repeat (a retried task) returns the run the first call created. ``repeat`` and
     ``budget`` override the suite's repeat plan (replays per case; the most escalation may reach).
     """
+    name, deadline = check_run(ws, suite, runner, deadline, repeat, budget)
+    return create_run(ws.engine, suite, name, deadline=deadline, request_id=request_id, repeat=repeat, budget=budget)
+
+
+def check_run(
+    ws: Workspace, suite: str, runner: str | None = None, deadline: timedelta | None = None,
+    repeat: int | None = None, budget: int | None = None,
+) -> tuple[str, timedelta | None]:
+    """The runner a run of ``suite`` would play on and its deadline, or the error that would stop the run
+    before it exists (an unknown suite or runner, a runner that cannot take the suite, a repeat it cannot
+    replay). The command line asks before it starts a flow run, so a mistyped command starts none."""
     with ws.engine.connect() as conn:
-        found = find_suite(conn, suite)
-    if HISTORY_TAG in found.tags:
-        raise HistoryError(
-            f"suite {found.team_id}/{found.suite_key} is imported legacy history: its runs arrived final and it has "
-            "nothing to run; run a suite of your own (`assay ls suites`)")
+        found = _runnable(conn, suite)
     target_kind = found.target_kind
-    cls = runner_class(runner or default_runner_for(target_kind))
+    names = runners_to_start(suite, found.runners, target_kind, runner)
+    if len(names) > 1:
+        raise ConfigError(
+            f"suite {suite!r} declares runners {', '.join(names)}, and a run plays one: name it (`--runner`); `assay "
+            "run` without --runner, the run-suite flow without its `runner` parameter and the nightly sweep run each")
+    cls = runner_class(names[0])
     if target_kind not in cls.target_kinds:
         raise ConfigError(
             f"runner {cls.name!r} cannot execute suite {suite!r}: its target is a {target_kind!r} and the runner "
@@ -69,8 +106,7 @@ def start_run(
     if most is not None and most > replays and not cls.synchronous:
         raise ConfigError(f"runner {cls.name!r} answers later: escalation needs a runner that answers within the "
                           "run; drop --budget, or choose another --runner")
-    return create_run(ws.engine, suite, cls.name, deadline=deadline, request_id=request_id, repeat=repeat,
-                      budget=budget)
+    return cls.name, deadline
 
 
 def execute_run(

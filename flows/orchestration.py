@@ -29,6 +29,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from assay.storage.catalog.runs import get_run
 
+from . import notify
 from . import operations as ops
 from .flow_context import (assay_flow, assay_task, emit, flow_workspace, io_task, listen, listening, progress_of, started,
                            summed, workspace)
@@ -117,11 +118,25 @@ def run_suite(
     runner_options: dict[str, Any] | None = None,
     repeat: int | None = None,
     budget: int | None = None,
-) -> dict[str, Any]:
+    gate: list[str] | None = None,
+) -> Any:
     """Create the run (criteria resolved and stamped), claim, drive the runner, report, release; judge;
-    finalise; publish the verdicts as the artifact ``verdicts-TEAM-SUITE``. ``repeat`` replays each case that
-    many times and ``budget`` lets escalation add replays to undecided cases up to it (default: the suite's plan)."""
+    finalise; publish the verdicts as the artifact ``verdicts-TEAM-SUITE`` and as the flow run's tags
+    (:mod:`.notify`). ``repeat`` replays each case that many times and ``budget`` lets escalation add replays
+    to undecided cases up to it (default: the suite's plan). ``gate`` names consumers whose verdicts gate the
+    flow run: when one does not pass (or the run ends without verdicts), it ends in the Failed state
+    ``Gate failed`` (calling the flow raises :class:`.notify.GateFailed`, holding the result) and the
+    notification webhook is posted.
+
+    Asked for without ``runner`` (the ``run-suite/assay`` deployment's default), a suite that declares several
+    runners runs on each, a ``run-suite`` subflow per runner (:func:`each_runner`)."""
     with flow_workspace() as ws:
+        if runner is None and len(runners := ops.runners_for(ws, suite)) > 1:
+            return each_runner(suite, runners, deadline_minutes, runner_options, repeat, budget, gate)
+        if gate:  # a consumer with no criteria on the suite would never fail its gate: refused before a run exists
+            from .gates import check_suite_gates
+
+            check_suite_gates(ws, suite, gate)
         run_id = create_run_task(suite, runner, deadline_minutes, _request_id(), repeat, budget)
         row = get_run(ws.engine, run_id)
         if listening():
@@ -132,11 +147,58 @@ def run_suite(
         # runner's vendor (the collect flow judges and finalises it)
         if executed["error"] is not None or executed["awaiting_vendor"]:
             publish_verdicts(key, [], f"{name}: run {run_id} has no verdicts yet ({executed['error'] or 'at the vendor'})")
-            return {"run": get_run(ws.engine, run_id).to_dict(), "executed": executed, "verdicts": []}
+            result = {"run": get_run(ws.engine, run_id).to_dict(), "executed": executed, "verdicts": []}
+            if executed["awaiting_vendor"]:  # the collect flow gives the verdicts
+                notify.tag_flow_run([f"run:{run_id}", "verdict:pending"])
+                return result
+            return gated(result, None, gate or [], name, ws.settings)  # ended without verdicts
         judged = judge_task(run_id)
         run = finalise_task(run_id, judged["verdicts"])
         publish_verdicts(key, judged["verdicts"], f"{name}: each consumer's verdict on run {run_id}")
-        return {"run": run, "executed": executed, "judged": judged["judged"], "verdicts": judged["verdicts"]}
+        result = {"run": run, "executed": executed, "judged": judged["judged"], "verdicts": judged["verdicts"]}
+        return gated(result, judged["verdicts"], gate or [], name, ws.settings)
+
+
+def each_runner(suite: str, runners: list[str], deadline_minutes: float | None, runner_options: dict[str, Any] | None,
+                repeat: int | None, budget: int | None, gate: list[str] | None) -> Any:
+    """``suite`` run on each of ``runners`` in turn (one failing does not stop the others): per runner, its run,
+    status and verdicts, as the nightly sweep lists them. The flow run fails when one of them did (``Gate
+    failed`` when a gate did), naming each."""
+    from prefect.states import Failed
+
+    from .sweep_flows import suite_entry
+
+    states = [run_suite(suite, name, deadline_minutes, runner_options, repeat, budget, gate, return_state=True)
+              for name in runners]
+    runs = [suite_entry(suite, state, name) for state, name in zip(states, runners)]
+    failed = [(state, entry) for state, entry in zip(states, runs) if entry["status"] == "failed"]
+    if not failed:
+        return {"suite": suite, "runs": runs}
+    name = notify.GATE_FAILED if any(state.name == notify.GATE_FAILED for state, _ in failed) else "Failed"
+    return Failed(name=name, message="; ".join(f"on {entry['runner']}: {entry['reason']}" for _, entry in failed),
+                  data={"suite": suite, "runs": runs})
+
+
+def gated(result: dict[str, Any], verdicts: list[dict[str, Any]] | None, gates: list[str], suite: str,
+          settings: Any) -> Any:
+    """Tag the flow run with ``verdicts`` (None: the run ended without any); when a consumer of ``gates`` does
+    not pass, post the notification and return the ``Gate failed`` state (its data the
+    :class:`.notify.GateFailed` holding ``result``), else ``result``."""
+    from prefect.runtime import flow_run
+    from prefect.states import Failed
+
+    run, run_id = result["run"], result["run"]["run_id"]
+    notify.tag_flow_run([f"run:{run_id}", *notify.verdict_tags(verdicts, gates)])
+    if verdicts is None:  # each gated consumer's verdict is none
+        why = f"no verdict possible: the run ended {run['status']}: {run.get('status_reason') or result['executed']['error']}"
+        verdicts = [{"consumer": c, "verdict": None, "reason": why} for c in gates]
+    failures = notify.gate_failures(verdicts, gates)
+    if not failures:
+        return result
+    notify.post(notify.webhook_url(settings), notify.notification(
+        "gate", [{"run_id": run_id, "suite": suite, **f} for f in failures], run_id=run_id, suite=suite,
+        flow_run_id=flow_run.get_id()))
+    return Failed(name=notify.GATE_FAILED, message=notify.reason(failures), data=notify.GateFailed(result, failures))
 
 
 @assay_task
@@ -217,7 +279,10 @@ def attend(job: Any, *args: Any, **kwargs: Any) -> Any:
     flows = current.settings.flows.model_copy(update={"heartbeat_frequency": None})
     with SettingsContext(profile=current.profile, settings=current.settings.model_copy(update={"flows": flows})):
         with _plain_http_client():
-            return job(*args, **kwargs)
+            try:
+                return job(*args, **kwargs)
+            except notify.GateFailed as failed:  # the flow run's outcome: the command reads the verdicts, as
+                return failed.result          # from a passing run, and exits by them
 
 
 @contextmanager

@@ -8,25 +8,36 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from .durations import human_duration
+
 
 def run_with_progress(
     console: Console, suite: str, runner: str | None, deadline: float | None, quiet: bool = False,
     runner_options: dict[str, Any] | None = None, repeat: int | None = None, budget: int | None = None,
+    gate: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run the ``run-suite`` flow with a live count of stored case runs against the run's cases."""
+    """Run the ``run-suite`` flow with a live count of stored case runs against the run's cases. What would
+    stop the run before it exists (an unknown suite or runner, say) is raised first, and starts no flow run.
+    ``gate``: the consumers whose verdicts decide the flow run's state (a failed gate: ``Gate failed``)."""
     from assay.storage.catalog.runs import run_details
 
     from . import orchestration
+    from .operations import check_run
     from .progress import is_quiet, live_count
     from .workspace import open_workspace
 
+    ws = open_workspace()
+    try:
+        check_run(ws, suite, runner, repeat=repeat, budget=budget)
+    finally:
+        ws.close()
     if not (quiet or is_quiet() or _hinted or os.environ.get("PREFECT_API_URL")):
         _hint_server(console)
     with live_count(console, suite, unit="case runs", of="cases", quiet=quiet) as count:
         orchestration.listen(lambda receipt: count.advance(receipt.case_runs), on_start=count.total)
         try:
             result = orchestration.attend(orchestration.run_suite, suite, runner, deadline, runner_options, repeat,
-                                          budget)
+                                          budget, gate or None)
         finally:
             orchestration.listen(None)
     ws = open_workspace()
@@ -123,9 +134,10 @@ def print_runs(console: Console, rows: list[dict[str, Any]]) -> None:
         console.print("no runs yet: `assay run TEAM/SUITE`")
         return
     short = short_ids([r["run_id"] for r in rows])
-    heads = ("run", "team/suite", "runner", "status", "case runs", "evals", "created")
-    cells = [[short[r["run_id"]], f"{r['team_id']}/{r['suite_key']}", r["runner"], r["status"], str(r["case_runs"]),
-              str(r["evaluations"]), r["created_at"][:19].replace("T", " ")] for r in rows]
+    heads = ("run", "team/suite", "runner", "status (outcome)", "case runs", "evals", "created")
+    cells = [[short[r["run_id"]], f"{r['team_id']}/{r['suite_key']}", r["runner"],
+              r["status"] + (f" ({r['outcome']})" if r.get("outcome") else ""),
+              str(r["case_runs"]), str(r["evaluations"]), r["created_at"][:19].replace("T", " ")] for r in rows]
     def columns() -> list[list[str]]:
         return [[h, *col] for h, col in zip(heads, zip(*cells, strict=True), strict=True)]
 
@@ -136,7 +148,8 @@ def print_runs(console: Console, rows: list[dict[str, Any]]) -> None:
     table.columns[0].no_wrap = True
     _keep_words(console, table, columns())
     for r, row in zip(rows, cells, strict=True):
-        table.add_row(*row[:3], _status(r), *row[4:])
+        outcome = f" ({_verdict(r['outcome'])})" if r.get("outcome") else ""
+        table.add_row(*row[:3], _status(r) + outcome, *row[4:])
     console.print(table)
 
 
@@ -207,13 +220,16 @@ def _verdict(v: str | None) -> str:
     return f"[{colour}]{v or '-'}[/]"
 
 
-def print_verdicts(console: Console, rows: list[dict[str, Any]]) -> None:
+def print_verdicts(console: Console, rows: list[dict[str, Any]], runners: dict[str, str] | None = None) -> None:
+    """The verdicts in the rows' order; with ``runners`` (run id -> runner), each run's runner beside it."""
+    ran = ("runner",) if runners else ()
     table = _table("verdicts per consumer (under each run's stamped criteria)",
-                   ("run", "consumer", "criteria", "stamped", "now", "why"))
+                   ("run", *ran, "consumer", "criteria", "stamped", "now", "why"))
     table.columns[0].no_wrap = True
     short = short_ids([r["run_id"] for r in rows])
     for r in rows:
-        table.add_row(short[r["run_id"]], r["consumer"], f"v{r['criteria_version']}", _verdict(r["stamped"]),
+        by = (runners.get(r["run_id"], "-"),) if runners else ()
+        table.add_row(short[r["run_id"]], *by, r["consumer"], f"v{r['criteria_version']}", _verdict(r["stamped"]),
                       _verdict(r["verdict"]), r["reason"] or "")
     console.print(table if rows else "no stamped criteria for these runs")
     for r in rows:
@@ -229,16 +245,17 @@ def print_verdicts(console: Console, rows: list[dict[str, Any]]) -> None:
 
 def print_rescore(console: Console, r: dict[str, Any]) -> None:
     table = _table(f"re-score {r['suite']} for {r['consumer']} under criteria {r['criteria']}",
-                   ("run", "stamped", "under this", "why"))
+                   ("run", "runner", "stamped", "under this", "why"))  # oldest first: --json has the times
     table.columns[0].no_wrap = True
     short = short_ids([row["run_id"] for row in r["runs"]])
     for row in r["runs"]:
         stamped = f"{_verdict(row['stamped'])} (v{row['stamped_version']})" if row["stamped_version"] else "-"
-        table.add_row(short[row["run_id"]], stamped, _verdict(row["verdict"]), row["reason"])
+        table.add_row(short[row["run_id"]], row["runner"], stamped, _verdict(row["verdict"]), row["reason"])
     console.print(table)
     if r.get("seconds"):
         n = len(r["runs"])
-        console.print(f"{n} run(s) re-scored in {r['seconds']:.2f} s ({n / r['seconds']:,.0f} runs/s)", style="dim")
+        console.print(f"{n} run(s) re-scored in {human_duration(r['seconds'])} ({n / r['seconds']:,.0f} runs/s)",
+                      style="dim")
     console.print(f"{len(r['flips'])} run(s) flip against their stamped verdict")
     for f in r["flips"]:
         console.print(f"  {short.get(f['run_id'], f['run_id'])}: {_verdict(f['stamped'])} -> "

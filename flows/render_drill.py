@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .durations import human_ms
+
 _COLOURS = {"pass": "green", "fail": "red", "error": "yellow"}
 _LINE = {"turns": "turn", "calls": "tool call"}
 
@@ -68,7 +70,7 @@ def print_show(console: Console, s: dict[str, Any]) -> None:
     facts.add_column(overflow="fold")
     for label, value in (("run", c["run_id"]), ("suite", c["suite"]), ("case", c["case_key"]),
                          ("call", c["call_id"] or "-"), ("runner", c["runner"]), ("status", c["status"]),
-                         ("error", c["error"]), ("duration", None if c["duration_ms"] is None else f"{c['duration_ms']:g} ms"),
+                         ("error", c["error"]), ("duration", None if c["duration_ms"] is None else human_ms(c["duration_ms"])),
                          ("cost", None if c["cost_usd"] is None else f"{c['cost_usd']:g} USD")):
         if value is not None:
             facts.add_row(label, Text(str(value)))
@@ -139,7 +141,9 @@ def print_diff(console: Console, d: dict[str, Any]) -> None:
 def _rate(side: dict[str, Any]) -> str:
     if not side["results"]:
         return "no results"
-    return f"{side['met']}/{side['results']} met" + (f" ({side['nulls']} undetermined)" if side["nulls"] else "")
+    apart = [f"{side[k]} {label}" for k, label in (("nulls", "undetermined"), ("not_applicable", "not applicable"))
+             if side.get(k)]
+    return f"{side['met']}/{side['results']} met" + (f" ({', '.join(apart)})" if apart else "")
 
 
 _SERIES_STYLE = {"pass": "green", "fail": "red", "flaky": "yellow", "error": "magenta"}

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.core.criteria import UNSUPPORTED
 from assay.core.errors import ConfigError
 from assay.storage import projection
 from assay.storage.catalog.names import check_team
@@ -143,6 +144,7 @@ def gather(con: "duckdb.DuckDBPyConnection", scope: Scope) -> dict[str, Any]:
         SELECT date, consumer_key, sum(runs)::BIGINT AS runs, sum(pass)::BIGINT AS pass
         FROM verdict_counts GROUP BY date, consumer_key ORDER BY date, consumer_key""")
     data["failing"], data["failing_more"] = _failing(con)
+    data["not_applicable"] = _not_applicable(con)
     data["trend"] = _rows(con, """
         SELECT assertion_key, assertion_version, week::VARCHAR AS week, teams, runs, results, met, not_met,
           undetermined, met_rate, evaluators, mixed_evaluators
@@ -184,7 +186,7 @@ def _failing(con: "duckdb.DuckDBPyConnection") -> tuple[list[dict[str, Any]], in
             row_number() OVER (PARTITION BY r.assertion_key, r.case_key
                                ORDER BY r.date DESC, r.judged_at DESC, r.case_run_id) AS per_case
           FROM current_results r
-          WHERE r.met = false AND r.assertion_key IN (SELECT unnest(?)) AND r.run_id IN (SELECT run_id FROM run_costs)
+          WHERE r.met = false AND r.evaluator <> '{UNSUPPORTED}' AND r.assertion_key IN (SELECT unnest(?)) AND r.run_id IN (SELECT run_id FROM run_costs)
         ), picked AS (
           SELECT *, row_number() OVER (PARTITION BY assertion_key ORDER BY per_case, date DESC, case_key) AS n
           FROM failed
@@ -196,6 +198,16 @@ def _failing(con: "duckdb.DuckDBPyConnection") -> tuple[list[dict[str, Any]], in
     for row in shown:
         row["examples"] = [_example(e) for e in examples if e["assertion_key"] == row["assertion_key"]]
     return shown, more
+
+
+def _not_applicable(con: "duckdb.DuckDBPyConnection") -> list[dict[str, Any]]:
+    """Per behaviour and runner, the results that runner could not evaluate (unsupported): kept apart from the
+    failing behaviours, since they say where a key does not apply, not how the agent behaved."""
+    return _rows(con, f"""
+        SELECT r.assertion_key, c.runner, count(*)::BIGINT AS results, count(DISTINCT r.run_id)::BIGINT AS runs
+        FROM current_results r JOIN case_runs c USING (case_run_id)
+        WHERE r.evaluator = '{UNSUPPORTED}' AND r.run_id IN (SELECT run_id FROM run_costs)
+        GROUP BY r.assertion_key, c.runner ORDER BY r.assertion_key, c.runner""")
 
 
 def _example(row: dict[str, Any]) -> dict[str, Any]:

@@ -196,7 +196,8 @@ def _verdicts(data: dict[str, Any]) -> tuple[str, int]:
 def _failing(data: dict[str, Any]) -> tuple[str, int]:
     rows = data["failing"]
     if not rows:
-        return '<p class="note">No behaviour failed in this scope and period.</p>', 0
+        return ('<p class="note">No behaviour failed in this scope and period.</p>'
+                + _not_applicable(data.get("not_applicable") or [])), 0
     parts = ['<p class="note">Behaviours with at least one failure (a result not met), the most widespread first. '
              "The met rate leaves undetermined results out.</p>",
              _table([("behaviour", lambda r: _id(r["assertion_key"]), False),
@@ -208,7 +209,19 @@ def _failing(data: dict[str, Any]) -> tuple[str, int]:
                      ("evaluators", _evaluators, False)], rows)]
     if data["failing_more"]:
         parts.append(f'<p class="note">{data["failing_more"]} more failing behaviour(s) not shown.</p>')
+    parts.append(_not_applicable(data.get("not_applicable") or []))
     return "".join(parts), 0
+
+
+def _not_applicable(rows: list[dict[str, Any]]) -> str:
+    """The behaviours a runner could not evaluate where they ran: not failures of the agent, so listed apart."""
+    if not rows:
+        return ""
+    return ('<h3 id="not-applicable">Not applicable where they ran</h3><p class="note">Results a runner could not '
+            "evaluate (unsupported there): left out of the failing behaviours above. A consumer counts such a key "
+            "only where it applies with <code>applies: {KEY: capable}</code>.</p>"
+            + _table([("behaviour", lambda r: _id(r["assertion_key"]), False), ("runner", lambda r: _id(r["runner"]), False),
+                      _col("results", "results", True), _col("runs", "runs", True)], rows))
 
 
 def _examples(data: dict[str, Any]) -> tuple[str, int]:

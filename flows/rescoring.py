@@ -65,6 +65,8 @@ def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSp
         atoms = ws.lake.collect(current_atoms(ws, run_ids, suite_id), "current_results", where).lazy()
         judged, _ = repeated_run_verdicts(atoms, spec, replay_order(ws, run_ids, suite_id))
         return judged.select("run_id", *VERDICT_COLUMNS).sort("run_id")
+    if spec.capable_only():  # which results apply reads each result's evaluator: from the atoms
+        return ws.lake.collect(run_verdicts(current_atoms(ws, run_ids, suite_id), spec), "current_results", where)
     by_code = {id_code(r): r for r in run_ids}
     key_codes = {k: name_code(k) for k in keys | set(spec.required) | set(spec.ignore)
                  | {k for g in spec.threshold for k in g.keys}}
@@ -101,7 +103,7 @@ def rescore(
 ) -> dict[str, Any]:
     """Apply a criteria version (or a candidate spec) to the suite's judged history.
 
-    Reports every run's verdict under it and which runs flip against their stamped verdict for this
+    Reports every run's verdict under it (oldest run first, each with its runner) and which runs flip against their stamped verdict for this
     consumer. It writes nothing unless ``materialise``, which appends the verdicts to the lake's
     ``verdicts`` table. ``progress(scored, total)`` hears of the runs: none once they are listed, all
     once scored (one query: there is nothing in between to tell).
@@ -122,8 +124,8 @@ def rescore(
                              runs.select(COVERAGE_COLUMNS), spec)
     coverage = ("counted", "excluded", "case_runs", "case_runs_counted")
     table = (verdicts.select("run_id", "verdict", "reason", *coverage)
-             .join(runs.select("run_id", "stamped", "stamped_version", "created_at"), on="run_id", how="left")
-             .sort("run_id"))
+             .join(runs.select("run_id", "stamped", "stamped_version", "created_at", "runner"), on="run_id", how="left")
+             .sort("created_at", "run_id"))
     if progress is not None:
         progress(runs.height, runs.height)
     flipped = flips(verdicts, table.select("run_id", "stamped").drop_nulls())
@@ -136,8 +138,8 @@ def rescore(
                        criteria=label, spec_hash=content_hash(spec.model_dump()))
     return {
         "suite": f"{s.team_id}/{s.suite_key}", "consumer": consumer, "criteria": label, "spec": spec.model_dump(),
-        "runs": table.select("run_id", "verdict", "reason", "stamped", _iso("created_at"), "stamped_version",
-                              *coverage).to_dicts(),
+        "runs": table.select("run_id", "runner", "verdict", "reason", "stamped", _iso("created_at"),
+                              "stamped_version", *coverage).to_dicts(),
         "flips": flipped.to_dicts(),
     }
 

@@ -65,6 +65,13 @@ def select_runs(
         return list(conn.execute(q).scalars())
 
 
+def runners_of(ws: Workspace, run_ids: list[str]) -> dict[str, str]:
+    """Each run's runner, by run id: what a listing of runs of one suite shows beside each."""
+    with ws.engine.connect() as conn:
+        rows = conn.execute(sa.select(t.runs.c.run_id, t.runs.c.runner).where(t.runs.c.run_id.in_(run_ids)))
+        return {run_id: runner for run_id, runner in rows}
+
+
 def read_spec(path: str) -> CriteriaSpec:
     """A candidate criteria spec from a YAML or JSON file; errors name the file and the field."""
     import yaml  # only a command given --spec reads one

@@ -4,17 +4,24 @@ The projections flow keeps one row per run in each projected table
 (:mod:`assay.storage.lake.projection_tables`); these views group them by team, period, assertion
 version and evaluator, so a fleet question is one ``SELECT``. Every view that adds up results from
 more than one evaluator lists them (``evaluators``) and says so (``mixed_evaluators``): a vendor's
-guardrail, our judge and a transcript check are different measurements.
+guardrail, our judge and a transcript check are different measurements. A result whose runner cannot
+evaluate it (evaluator ``assay:unsupported``) is *not applicable*, counted apart from the failures.
 
 Each entry: its SQL, what it is, and its columns' meaning (as :data:`assay.storage.views.DERIVED`).
 """
 
 from __future__ import annotations
 
+from assay.core.criteria import UNSUPPORTED
+
+_APPLIES = f"evaluator <> '{UNSUPPORTED}'"
+"""A result its runner could evaluate: only those are failures when not met."""
 _MIX = """list_sort(list_distinct(list(evaluator))) AS evaluators, count(DISTINCT evaluator) > 1 AS mixed_evaluators"""
-_COUNTS = """CAST(sum(results) AS BIGINT) AS results, CAST(sum(met) AS BIGINT) AS met,
-  CAST(sum(not_met) AS BIGINT) AS not_met, CAST(sum(undetermined) AS BIGINT) AS undetermined,
-  sum(met) / nullif(sum(met) + sum(not_met), 0) AS met_rate"""
+_FAILED = f"coalesce(sum(not_met) FILTER (WHERE {_APPLIES}), 0)"
+_COUNTS = f"""CAST(sum(results) AS BIGINT) AS results, CAST(sum(met) AS BIGINT) AS met,
+  CAST({_FAILED} AS BIGINT) AS not_met, CAST(coalesce(sum(not_met) FILTER (WHERE NOT {_APPLIES}), 0) AS BIGINT)
+  AS not_applicable, CAST(sum(undetermined) AS BIGINT) AS undetermined,
+  sum(met) / nullif(sum(met) + {_FAILED}, 0) AS met_rate"""
 
 _VERDICT_COUNTS = """
 SELECT date, team_id, suite_key, consumer_key,
@@ -38,9 +45,9 @@ FROM behaviour_stats GROUP BY assertion_key, team_id, week
 
 _BEHAVIOUR_TEAMS = f"""
 SELECT assertion_key, week,
-  count(DISTINCT team_id) FILTER (WHERE not_met > 0) AS teams_failing,
+  count(DISTINCT team_id) FILTER (WHERE not_met > 0 AND {_APPLIES}) AS teams_failing,
   count(DISTINCT team_id) AS teams_measured,
-  coalesce(list_sort(list_distinct(list(team_id) FILTER (WHERE not_met > 0))), []) AS failing_teams,
+  coalesce(list_sort(list_distinct(list(team_id) FILTER (WHERE not_met > 0 AND {_APPLIES}))), []) AS failing_teams,
   {_COUNTS}, {_MIX}
 FROM behaviour_stats GROUP BY assertion_key, week
 """
@@ -80,7 +87,9 @@ _EVALUATORS = "The evaluators behind these figures, sorted."
 _COUNT_NOTES = {
     "results": "Current results (each case run's latest outcome).",
     "met": "Of those, met.",
-    "not_met": "Of those, not met: failures.",
+    "not_met": "Of those, not met: failures (a result its runner could not evaluate is not one).",
+    "not_applicable": "Of those, not met because the runner cannot evaluate the key (evaluator "
+                      f"`{UNSUPPORTED}`): not applicable there, never a failure.",
     "undetermined": "Of those, could not be determined: never a pass, never a failure.",
     "met_rate": _RATE,
     "evaluators": _EVALUATORS,
@@ -163,16 +172,17 @@ FLEET: dict[str, tuple[str, str, dict[str, str]]] = {
 """Each rollup view: its SQL, what it is, and its columns' meaning."""
 
 MACROS: dict[str, str] = {
-    "common_failures": """
+    "common_failures": f"""
 CREATE MACRO common_failures(min_teams, since, until) AS TABLE
 SELECT * FROM (
-  SELECT assertion_key, count(DISTINCT team_id) FILTER (WHERE not_met > 0) AS teams_failing,
-    list_sort(list_distinct(list(team_id) FILTER (WHERE not_met > 0))) AS failing_teams,
-    CAST(sum(not_met) AS BIGINT) AS failures, CAST(sum(results) AS BIGINT) AS results,
+  SELECT assertion_key, count(DISTINCT team_id) FILTER (WHERE not_met > 0 AND {_APPLIES}) AS teams_failing,
+    list_sort(list_distinct(list(team_id) FILTER (WHERE not_met > 0 AND {_APPLIES}))) AS failing_teams,
+    CAST({_FAILED} AS BIGINT) AS failures, CAST(sum(results) AS BIGINT) AS results,
     list_sort(list_distinct(list(evaluator))) AS evaluators, count(DISTINCT evaluator) > 1 AS mixed_evaluators
   FROM behaviour_stats WHERE week >= since AND week < until GROUP BY assertion_key
 ) WHERE teams_failing >= min_teams
 ORDER BY teams_failing DESC, assertion_key
 """,
 }
-"""Table macros over the projected tables: behaviours failing in at least ``min_teams`` teams in [since, until)."""
+"""Table macros over the projected tables: behaviours failing in at least ``min_teams`` teams in [since, until)
+(a result its runner could not evaluate is not a failure)."""

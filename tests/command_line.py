@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,12 +152,13 @@ def fresh_interpreter():
 
 
 @contextlib.contextmanager
-def _fake_vendors(env_file: Path, *, seconds: int = 900, cwd: Path | None = None) -> Iterator[dict[str, str]]:
-    """``assay fake-vendors --env-file ENV_FILE`` in the background, as the README starts it (``... &``): the
+def _fake_vendors(env_file: Path, *, seconds: int = 900, cwd: Path | None = None,
+                  args: Sequence[str] = ()) -> Iterator[dict[str, str]]:
+    """``assay fake-vendors --env-file ENV_FILE ARGS`` in the background, as the README starts it (``... &``): the
     variables the file exports once it is written; the process is ended when the block ends."""
     proc = subprocess.Popen([sys.executable, "-m", "assay.flows.cli", "fake-vendors", "--env-file", str(env_file),
-                             "--seconds", str(seconds)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                             "--seconds", str(seconds), *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while not env_file.exists():

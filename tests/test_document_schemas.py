@@ -69,6 +69,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         "lake compact": doc("lake", "compact"), "lake vacuum": doc("lake", "vacuum"),
         "ls": doc("ls"), "show": doc("show", case_run), "diff": doc("diff", run_id, run_id),
         "template ls": doc("template", "ls"), "version": doc("version"),
+        "query": doc("query", "SELECT run_id, status FROM runs"), "fake-vendors": doc("fake-vendors", "--seconds", "0"),
     }
     for kind in ("teams", "suites", "cases", "assertions", "criteria", "consumers"):
         docs[f"ls {kind}"] = doc("ls", kind)
@@ -78,7 +79,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 @pytest.mark.parametrize("command", [
     "init", "load", "run", "verdicts", "runs list", "runs show", "judge", "rejudge", "rescore", "plan", "reap",
     "collect", "lake migrate", "lake compact", "lake vacuum", "ls", "ls teams", "ls suites", "ls cases",
-    "ls assertions", "ls criteria", "ls consumers", "show", "diff", "template ls", "version",
+    "ls assertions", "ls criteria", "ls consumers", "show", "diff", "template ls", "version", "query", "fake-vendors",
 ])
 def test_the_real_cli_output_validates(documents: dict[str, dict], command: str) -> None:
     _check(documents[command])
@@ -88,6 +89,17 @@ def test_the_run_document_carries_each_consumers_verdict(documents: dict[str, di
     doc = documents["run"]
     assert {v["consumer"]: v["verdict"] for v in doc["verdicts"]} == {
         "blueprint_ci": "pass", "nightly_sweep": "pass", "publish_gate": "fail"}
+
+
+def test_the_query_and_fake_vendors_documents_say_what_the_text_says(documents: dict[str, dict]) -> None:
+    answer = documents["query"]
+    assert answer["columns"] == [{"name": "run_id", "type": "VARCHAR"}, {"name": "status", "type": "VARCHAR"}]
+    assert answer["rows"] == [{"run_id": documents["run"]["run"]["run_id"], "status": "completed"}]
+    assert answer["row_count"] == 1
+    fakes = documents["fake-vendors"]
+    assert {v["vendor"] for v in fakes["vendors"]} >= {"vapi", "elevenlabs", "hamming"}
+    vapi = next(v for v in fakes["vendors"] if v["vendor"] == "vapi")
+    assert fakes["env"]["ASSAY_VAPI_BASE_URL"] == vapi["url"] and f"{vapi['url']}/_fake/faults" in vapi["control"]
 
 
 def test_the_benchmark_results_validate() -> None:

@@ -190,4 +190,21 @@ def test_make_notebooks_installs_the_extra_and_opens_jupyterlab_on_the_demo_home
     assert "ipykernel install --sys-prefix" in dry  # the kernel runs the venv's Python
     launch = dry[dry.index("${ASSAY_HOME:-"):]
     assert launch.startswith("${ASSAY_HOME:-.assay/demo-home}")  # the demo's home unless ASSAY_HOME names one
-    assert 'ASSAY_HOME="$home" exec .venv/bin/jupyter lab notebooks' in launch
+    assert 'ASSAY_HOME="$home" exec .venv/bin/jupyter lab$root notebooks' in launch
+
+
+@pytest.mark.parametrize(("uid", "command"), [("0", "lab --allow-root notebooks"), ("1000", "lab notebooks")])
+def test_make_notebooks_allows_root_only_as_root(tmp_path: Path, uid: str, command: str) -> None:
+    """JupyterLab refuses root without ``--allow-root``: the target adds it for root and for no one else."""
+    venv, shims, home = tmp_path / "venv", tmp_path / "shims", tmp_path / "home"
+    for folder in (venv / "bin", shims, home):
+        folder.mkdir(parents=True)
+    for script, body in ((venv / "bin" / "jupyter", 'echo "jupyter $*"'), (shims / "id", f"echo {uid}")):
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL")},
+           "ASSAY_HOME": str(home), "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    # -o: the installed stamp counts as made, so only the launch runs (on the stand-in jupyter)
+    done = subprocess.run(["make", "-s", "-o", f"{venv}/.notebooks-installed", "notebooks", f"VENV={venv}"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.splitlines() == [f"ASSAY_HOME={home}", f"jupyter {command}"]

@@ -56,7 +56,7 @@ def test_the_new_user_path_runs_as_written(walked) -> None:
     # the what-if: tolerating the hang-up turns error into the real failure
     what_if = said(done, "rescore").replace("\n", " ")
     assert "candidate" in what_if and "1 run(s) flip" in what_if and "error -> fail" in what_if
-    assert re.search(r"1 run\(s\) re-scored in \d+\.\d\d s \([\d,]+ runs/s\)", what_if), what_if  # a total and a rate
+    assert re.search(r"1 run\(s\) re-scored in \d+(\.\d)? (ms|s|min)( \d+ s)? \([\d,]+ runs/s\)", what_if), what_if  # a total and a rate
 
 
 def test_the_candidate_criteria_shown_is_the_example_file() -> None:

@@ -103,6 +103,7 @@ _POINTERS: dict[str, tuple[str, bool, bool]] = {
     "transcript.contains": ("turns", True, False),
     "transcript.regex": ("turns", True, True),
     "transcript.not_contains": ("turns", False, False),
+    "transcript.not_regex": ("turns", False, True),
     "tool.called": ("calls", True, False),
     "tool.not_called": ("calls", False, False),
 }
@@ -115,7 +116,7 @@ def deciding_lines(
 
     ``turns`` holds the case run's transcript (``role``, ``text``) and ``calls`` its tool calls
     (``name``, ``arguments``), in order; indexes are positions in them. A text found decides a met
-    ``transcript.contains`` / ``transcript.regex`` and an unmet ``transcript.not_contains``; a matching
+    ``transcript.contains`` / ``transcript.regex`` and an unmet ``transcript.not_contains`` / ``transcript.not_regex``; a matching
     call decides a met ``tool.called`` and an unmet ``tool.not_called``. Anything else (an absence, a
     count, a latency, a rubric, a vendor's evaluation) points at no line: None.
     """

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from assay.core.criteria import CriteriaSpec
+from assay.core.errors import EvidenceError
 
 from .verdict_rules import count_columns, plan, presence_columns, verdict_exprs
 
@@ -62,9 +63,13 @@ def counted_run_verdicts(
     """One verdict row per run code in ``counts`` (:data:`COUNT_COLUMNS`): ``run`` then ``VERDICT_COLUMNS``.
 
     ``key_codes`` maps every assertion key the spec names to its code; ``evaluator_names`` maps
-    evaluator codes back to names (for the ``evaluators`` column).
+    evaluator codes back to names (for the ``evaluators`` column). A spec whose ``applies`` names a key reads
+    each result's evaluator, which the counts do not keep: it is refused, to be scored from the atoms.
     """
     p = plan(spec)
+    if p.capable:
+        raise EvidenceError(f"counted_run_verdicts: applies ({', '.join(p.capable)}) needs each result's evaluator; "
+                            "score this criteria with run_verdicts over the current atoms")
     code = {k: key_codes[k] for k in p.counted}
     key, n, m, nulls = pl.col("key"), pl.col("n"), pl.col("met"), pl.col("nulls")
     counted = counts.filter(key.is_in(list(code.values())))

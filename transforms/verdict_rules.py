@@ -14,7 +14,10 @@ The count columns of a unit:
   ``_r{r}_units`` / ``_r{r}_failed_units``: case runs with a result, with a not-met one);
 - ``_g{g}_n`` / ``_g{g}_met`` / ``_g{g}_nulls`` per threshold group that counts anything;
 - ``_run_r{r}_n`` and ``_run_g{g}_n`` (:func:`presence_columns`): the same results counted run-wide;
-- ``evaluators``: the sorted names of the evaluators behind counted results.
+- ``evaluators``: the sorted names of the evaluators behind counted results;
+- ``_na`` / ``_na_notes`` (only when the spec's ``applies`` names a key): results left out because their
+  runner cannot evaluate them, and one note per (key, runner), sorted; ``_r{r}_seen`` / ``_g{g}_seen``:
+  results of the key (group) whether they apply or not, which then decide "no result in this run".
 """
 
 from __future__ import annotations
@@ -53,12 +56,13 @@ class Plan:
     groups: list[tuple[int, list[str], float]]  # (index in the spec, counted keys, min)
     counted: list[str]
     allowance: UndeterminedAllowance | None
+    capable: list[str]  # counted keys that count only where their runner can evaluate them
 
 
 def plan(spec: CriteriaSpec) -> Plan:
     required, groups = spec.counted_required(), spec.counted_groups()
     counted = list(dict.fromkeys([*required, *(k for _, keys, _ in groups for k in keys)]))
-    return Plan(required, groups, counted, spec.allow_undetermined)
+    return Plan(required, groups, counted, spec.allow_undetermined, [k for k in spec.capable_only() if k in counted])
 
 
 def count_columns(p: Plan, units: bool = True) -> list[str]:
@@ -68,12 +72,29 @@ def count_columns(p: Plan, units: bool = True) -> list[str]:
         cols += [f"_r{r}_{c}" for c in ("n", "not_met", "nulls", *(("units", "failed_units") if units else ()))]
     for g, _, _ in p.groups:
         cols += [f"_g{g}_{c}" for c in ("n", "met", "nulls")]
+    if p.capable:
+        cols += ["_na", *presence_columns(p)]
     return cols
 
 
 def presence_columns(p: Plan) -> list[str]:
     """The columns whose run-wide sums (``_run`` + name) decide "no result in this run"."""
-    return [f"_r{r}_n" for r in range(len(p.required))] + [f"_g{g}_n" for g, _, _ in p.groups]
+    return [_presence(p, f"_r{r}") for r in range(len(p.required))] + [_presence(p, f"_g{g}") for g, _, _ in p.groups]
+
+
+def _presence(p: Plan, prefix: str) -> str:
+    """The count of a required key (``_r{r}``) or group (``_g{g}``) that says whether the run has any result of it:
+    with ``applies``, results that do not apply count here (the key was evaluated, it just does not count)."""
+    return f"{prefix}_seen" if p.capable else f"{prefix}_n"
+
+
+def _not_counted(p: Plan) -> pl.Expr | None:
+    """The clause saying which results were left out as not applicable, when the spec's ``applies`` names a key."""
+    if not p.capable:
+        return None
+    n = pl.col("_na")
+    return pl.when(n > 0).then(pl.format("{} {} not counted: {}", n, _plural(n, "result", "results"),
+                                         pl.col("_na_notes").list.join(", ")))
 
 
 def _fmt_min(value: float) -> str:
@@ -146,7 +167,7 @@ def verdict_exprs(p: Plan, run_level: bool) -> list[pl.Expr]:
 
     def absent(prefix: str, what: str) -> None:
         n, undetermined = pl.col(f"{prefix}_n"), pl.col(f"{prefix}_nulls")
-        nothing, only_excluded = pl.col(f"_run{prefix}_n") == 0, within & (n > 0) & (n == undetermined)
+        nothing, only_excluded = pl.col(f"_run{_presence(p, prefix)}") == 0, within & (n > 0) & (n == undetermined)
         broken.extend([nothing, only_excluded])
         errors.append(pl.when(nothing).then(pl.lit(f"{what} has no result in this run")))
         errors.append(pl.when(only_excluded).then(pl.format(
@@ -187,12 +208,15 @@ def verdict_exprs(p: Plan, run_level: bool) -> list[pl.Expr]:
             met=met, results=n.cast(pl.Int64),
         ))
 
+    if p.capable:  # every result left out: nothing decides the verdict
+        unapplied = (pl.col("counted") == 0) & (pl.col("_na") > 0)
+        broken.append(unapplied)
+        errors.append(pl.when(unapplied).then(pl.lit("no counted result decides it")))
     is_error = pl.any_horizontal(broken)
     is_fail = pl.any_horizontal(failing) if failing else pl.lit(False)
     counted = (pl.col("counted") - excluded).cast(pl.Int64)
     case_runs_counted = (pl.col("case_runs") - pl.when(within).then(pl.col("_null_units")).otherwise(0)).cast(pl.Int64)
-    coverage = _coverage(p, excluded, case_runs_counted)
-    tail = [coverage] if coverage is not None else []
+    tail = [c for c in (_coverage(p, excluded, case_runs_counted), _not_counted(p)) if c is not None]
     pass_reason = pl.when(counted == 0).then(_clauses([pl.lit("no counted results"), *tail])).otherwise(
         _clauses([pl.format("{} counted {}", counted, _plural(counted, "result", "results")), *passes, *tail])
     )

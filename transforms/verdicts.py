@@ -23,6 +23,13 @@ Rules, per run (and per case run for the breakdown), over the **latest outcome**
   its ``min`` (``min`` is inclusive);
 - else **pass** (``"no counted results"`` when the spec counts nothing).
 
+A spec whose ``applies`` says a key counts only where it can be evaluated (``capable``) leaves out that
+key's results from runners that cannot evaluate it (evaluator ``assay:unsupported``): they are in no count
+and no ratio, the reason ends with how many were not counted and why ("2 results not counted: `tool.called`
+is not evaluated by hamming"), and a key whose results were all left out does not apply to the unit. A unit
+whose every counted result was left out is **error** ("no counted result decides it"), never ``pass``; a
+required key with no result at all is still **error**.
+
 With an allowance, every reason ends with that coverage clause; without one, reasons read as they
 always did. The allowance applies to the run's results for the run verdict and to each case run's own
 results in the breakdown. It does not reach cases that have no case run at all, nor runs that ended
@@ -42,7 +49,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from assay.core.criteria import CriteriaSpec
+from assay.core.criteria import UNSUPPORTED, CriteriaSpec
 from assay.core.errors import EvidenceError
 
 from .verdict_rules import GROUP_DTYPE, VERDICT_COLUMNS, Plan, count_columns, plan, presence_columns, verdict_exprs
@@ -107,8 +114,8 @@ def _current_outcomes(atoms: pl.LazyFrame, p: Plan, carry: list[str], evaluators
     ``carry`` are columns constant within a case run, taken from its first atom; ``evaluators`` is
     the aggregation that records the outcome's evaluators of counted results.
     """
-    key, met, reason = pl.col("assertion_key"), pl.col("met").cast(pl.Boolean), pl.col("reason")
-    counted = key.is_in(p.counted)
+    key, met, reason = _applicable_key(p), pl.col("met").cast(pl.Boolean), pl.col("reason")
+    counted = key.is_in(p.counted).fill_null(False)
     undetermined = counted & met.is_null()
     aggs = [
         *(pl.col(c).first() for c in ["case_run_id", *carry]),
@@ -125,12 +132,36 @@ def _current_outcomes(atoms: pl.LazyFrame, p: Plan, carry: list[str], evaluators
     for g, keys, _ in p.groups:
         aggs += [key.is_in(keys).sum().alias(f"_g{g}_n"), (key.is_in(keys) & met).sum().alias(f"_g{g}_met"),
                  (key.is_in(keys) & met.is_null()).sum().alias(f"_g{g}_nulls")]
+    if p.capable:
+        raw = pl.col("assertion_key")
+        aggs += _not_applicable(p)
+        aggs += [(raw == k).sum().alias(f"_r{r}_seen") for r, k in enumerate(p.required)]
+        aggs += [raw.is_in(keys).sum().alias(f"_g{g}_seen") for g, keys, _ in p.groups]
     per_outcome = atoms.group_by("outcome_id").agg(aggs)
     return latest_outcomes(per_outcome).with_columns(pl.col(count_columns(p, units=False)).cast(pl.Int64))
 
 
+def _unable(p: Plan) -> pl.Expr:
+    """True for a result of a key that counts only where its runner can evaluate it, from a runner that cannot."""
+    return pl.col("assertion_key").is_in(p.capable) & (pl.col("evaluator") == UNSUPPORTED)
+
+
+def _applicable_key(p: Plan) -> pl.Expr:
+    """The assertion key, null where the result does not apply under the spec's ``applies`` (never counted)."""
+    key = pl.col("assertion_key")
+    return pl.when(~_unable(p)).then(key) if p.capable else key
+
+
+def _not_applicable(p: Plan) -> list[pl.Expr]:
+    """Per outcome: how many results do not apply (``_na``) and why, one note per (key, runner) (``_na_notes``)."""
+    unable = _unable(p)
+    runner = pl.col("reason").str.extract(r'runner "([^"]+)"', 1).fill_null("its runner")
+    note = pl.format("`{}` is not evaluated by {}", pl.col("assertion_key"), runner)
+    return [unable.sum().cast(pl.Int64).alias("_na"), note.filter(unable).unique().sort().alias("_na_notes")]
+
+
 def _counted_evaluator(p: Plan) -> pl.Expr:
-    return pl.when(pl.col("assertion_key").is_in(p.counted)).then(pl.col("evaluator"))
+    return pl.when(_applicable_key(p).is_in(p.counted)).then(pl.col("evaluator"))
 
 
 def _evaluator_masks(p: Plan, categories: pl.Categories) -> pl.Expr:
@@ -180,6 +211,7 @@ def run_verdicts(atoms: pl.LazyFrame, spec: CriteriaSpec) -> pl.LazyFrame:
         pl.col(count_columns(p, units=False)).sum(), *units, pl.col("evaluators").bitwise_or(),
         pl.col("_null_reason").min(), pl.len().cast(pl.Int64).alias("case_runs"),
         (pl.col("nulls") > 0).sum().cast(pl.Int64).alias("_null_units"),
+        *((pl.col("_na_notes").explode().drop_nulls().unique().sort(),) if p.capable else ()),
     )
     return (
         _evaluator_lists(per_run, categories)

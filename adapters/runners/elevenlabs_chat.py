@@ -1,7 +1,8 @@
 """``elevenlabs_chat``: the platform chat runner on ElevenLabs Agents. The same case that runs on VAPI runs here.
 
 Its run target is a compiled assistant config (``{"config": {...}}``, :class:`~assay.core.compiled.CompiledConfig`).
-Per run, one scratch agent is made from it (:func:`assay.adapters.elevenlabs.agent_body`), provisioned
+Per run, one scratch agent is made from it (:func:`assay.adapters.elevenlabs.agent_body`, every setting
+translated; one ElevenLabs cannot take makes every case an ERROR naming it, and creates nothing), provisioned
 through the run context so the catalog knows its name before ElevenLabs does; it is deleted at release,
 also when the run fails, and by the reaper when the process died. Per case, one simulated conversation:
 unlike VAPI, ElevenLabs plays the caller itself, prompted from the situation (scripted turns when the
@@ -37,7 +38,9 @@ from assay.core.runner import CaseSpec, Heartbeat, RunJob, ScratchObject
 from assay.core.settings import Settings
 from assay.core.tool_mocks import ToolMocks
 
-from ..elevenlabs import DEFAULT_LLM, ElevenLabsApi, agent_body, analysis_evaluations, read_conversation, simulation_body
+from ..elevenlabs import (
+    DEFAULT_LLM, ElevenLabsApi, agent_body, analysis_evaluations, read_conversation, refused, simulation_body,
+)  # fmt: skip
 from ..http import RetryPolicy
 from .platform_chat import MockSupport, PlatformRunner, case_reports, scratch_object
 
@@ -56,12 +59,12 @@ class ElevenLabsChatRunner(PlatformRunner):
     does: ClassVar[str] = "simulates"
     tool_mocks: ClassVar[MockSupport] = "static"  # ElevenLabs' tool_mock_config: one answer per tool
 
-    def __init__(self, settings: Settings | None = None, *, llm: str = DEFAULT_LLM, turns_limit: int = 30,
-                 scoring_mode: str = "binary", retry: RetryPolicy | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
-        super().__init__(settings, retry=retry, sleep=sleep)
+    def __init__(self, settings: Settings | None = None, *, condition: str | None = None, model: str | None = None,
+                 llm: str = DEFAULT_LLM, turns_limit: int = 30, scoring_mode: str = "binary",
+                 retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep):
+        super().__init__(settings, condition=condition, model=model, retry=retry, sleep=sleep)
         self.llm = llm
-        """The LLM behind the agent and the simulated user (a runner option, never the definition's)."""
+        """The LLM behind the simulated user, and behind the agent when the config names no model."""
         self.turns_limit = turns_limit
         """At most this many new turns per simulated conversation (``new_turns_limit``)."""
         self.scoring_mode = scoring_mode
@@ -75,7 +78,6 @@ class ElevenLabsChatRunner(PlatformRunner):
         if isinstance(config, Report):
             yield config
             return
-        raw = job.target["config"]
         with ExitStack() as stack:
             api = stack.enter_context(self.api())
             api.client.until(job.waits_until)
@@ -85,9 +87,12 @@ class ElevenLabsChatRunner(PlatformRunner):
             except VendorError as exc:
                 yield self.errors(job, job.cases, f"the scratch agent could not be created: {exc}")
                 return
-            artefact, mocks = redact(raw), self.mock_rules(job)
+            artefact, mocks = self.artefact(job, config), self.mock_rules(job)
             yield from case_reports(job, self.name, self.batch_size,
                                     lambda case: self._case_run(api, agent_id, case, config, artefact, mocks), heartbeat)
+
+    def refused(self, config: CompiledConfig) -> str | None:
+        return refused(config)
 
     def _case_run(self, api: ElevenLabsApi, agent_id: str, case: CaseSpec, config: CompiledConfig,
                   artefact: dict[str, Any], mocks: ToolMocks | None = None) -> CaseRun:

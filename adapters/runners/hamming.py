@@ -42,7 +42,8 @@ class HammingRunner(Runner):
 
     name: ClassVar[str] = "hamming"
     mechanisms: ClassVar[frozenset[str]] = frozenset(
-        {"transcript.contains", "transcript.not_contains", "transcript.regex", "transcript.max_turns",
+        {"transcript.contains", "transcript.not_contains", "transcript.regex", "transcript.not_regex",
+         "transcript.max_turns",
          "transcript.max_latency", "rubric"}
     ) | mechanisms_of("vendor")
     """What its evidence honestly supports: a transcript (no turn timings, no cost), the call's duration

@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from assay.core.compiled import CompiledConfig, config_problems
-from assay.core.errors import DeadlineError, RunnerError, VendorError
+from assay.core.compiled import CompiledConfig, config_problems, with_model
+from assay.core.errors import DeadlineError, RunnerError, UsageError, VendorError
 from assay.core.evidence import CaseRun, Report, ToolCall, Turn
 from assay.core.redact import redact
 from assay.core.runner import CaseSpec, RunContext, Runner, RunJob, new_suffix
@@ -196,8 +196,12 @@ MockSupport = Literal["served", "static", "refused"]
 
 class PlatformRunner(Runner):
     """What every runner that executes a compiled config on a vendor's platform shares: its settings (given,
-    or read from ``ASSAY_*`` when first needed), the retry policy of its vendor client, and reading the
-    run's target — a malformed config makes every case run an error, never a failure."""
+    or read from ``ASSAY_*`` when first needed), the retry policy of its vendor client, the run's condition
+    and model (options), and reading the run's target — a malformed config, or one with a setting the
+    vendor cannot take, makes every case run an error, never a failure."""
+
+    takes_model: ClassVar[bool] = True
+    """Whether a run may name the model under test (``--model``) and its condition (``--condition``)."""
 
     target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
     does: ClassVar[str] = "runs"
@@ -207,9 +211,15 @@ class PlatformRunner(Runner):
     world), ``static`` (the vendor returns one answer per tool: only tools whose first rule is ``when: {}``)
     or ``refused`` (a run of such a suite makes every case run an ERROR saying so, never ignores them)."""
 
-    def __init__(self, settings: Settings | None = None, *, retry: RetryPolicy | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, settings: Settings | None = None, *, condition: str | None = None, model: str | None = None,
+                 retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep):
+        if model is not None and (not isinstance(model, str) or not model.strip("/ ")):
+            raise UsageError(f"runner {self.name!r}: option 'model' is {model!r}; give a model name, or PROVIDER/NAME")
         self._settings = settings
+        self.condition = condition
+        """The name of the condition the run is under (``--condition``), recorded in every case run's artefact."""
+        self.model = model
+        """The model under test instead of the config's (``--model``, ``NAME`` or ``PROVIDER/NAME``), recorded too."""
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
 
@@ -229,17 +239,34 @@ class PlatformRunner(Runner):
                                       for c in cases])
 
     def compiled_config(self, job: RunJob) -> CompiledConfig | Report:
-        """The run's compiled config, or (when it is malformed) the report that says so for every case."""
+        """The run's compiled config with the run's ``model`` in place of its own, or the report that makes every
+        case an error: the config is malformed, has a setting the vendor cannot take (:meth:`refused`), or the
+        suite's tool mocks cannot be honoured."""
         if job.target_kind not in self.target_kinds:
             raise RunnerError(f"runner {self.name!r} {self.does} a compiled config; run {job.run_id} targets a "
                               f"{job.target_kind!r}")
         problems = config_problems(job.target)
         if problems:
             return self.errors(job, job.cases, "compiled config is malformed: " + "; ".join(problems))
-        refused = self.mocks_refused(job)
+        config = with_model(CompiledConfig.model_validate(job.target["config"]), self.model)
+        refused = self.refused(config) or self.mocks_refused(job)
         if refused:
             return self.errors(job, job.cases, refused)
-        return CompiledConfig.model_validate(job.target["config"])
+        return config
+
+    def refused(self, config: CompiledConfig) -> str | None:
+        """Why the vendor cannot take the config's settings (naming them), or None; never a silent drop."""
+        return None
+
+    def artefact(self, job: RunJob, config: CompiledConfig) -> dict[str, Any]:
+        """Each case run's artefact: the config the run executed (redacted), its model as run and, when the run was
+        started under a condition or with another model, ``condition: {name, model_asked}``."""
+        raw = dict(job.target["config"])
+        if config.model is not None:
+            raw["model"] = config.model.model_dump(exclude_none=True)
+        if self.condition is not None or self.model is not None:
+            raw["condition"] = {"name": self.condition, "model_asked": self.model}
+        return redact(raw)
 
     def mock_rules(self, job: RunJob) -> ToolMocks | None:
         """The suite's tool mocks, when its target declares them."""

@@ -1,7 +1,8 @@
 """``vapi_chat``: the platform chat runner on VAPI. Our caller talks to a scratch VAPI assistant by text.
 
 Its run target is a compiled assistant config (``{"config": {...}}``, :class:`~assay.core.compiled.CompiledConfig`).
-Per run, one scratch assistant is made from it (:func:`assay.adapters.vapi.assistant_body`), provisioned
+Per run, one scratch assistant is made from it (:func:`assay.adapters.vapi.assistant_body`, every setting
+translated; one VAPI cannot take makes every case an ERROR naming it, and creates nothing), provisioned
 through the run context so the catalog knows its name before VAPI does and it is deleted at release,
 also when the run fails, and by the reaper when the process died. Per case, a multi-turn chat: the
 caller (scripted turns, else our caller simulator) speaks, each turn is one ``POST /chat`` chained to the
@@ -28,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from typing import Any, ClassVar
 
+from assay.core.compiled import CompiledConfig
 from assay.core.errors import ConfigError, VendorError
 from assay.core.evidence import CaseRun, Report
 from assay.core.mechanisms import mechanisms_of
@@ -38,7 +40,7 @@ from assay.core.settings import Settings
 from ..caller import DEFAULT_MAX_TURNS, Caller, caller_client, caller_for
 from ..http import RetryPolicy
 from ..tool_mocks import MockLog, MockServer
-from ..vapi import VapiApi, assistant_body, vendor_name
+from ..vapi import VapiApi, assistant_body, refused, vendor_name
 from .platform_chat import (
     AgentReply,
     CaseCutShort,
@@ -60,13 +62,14 @@ class VapiChatRunner(PlatformRunner):
     does: ClassVar[str] = "chats with"
     tool_mocks: ClassVar[MockSupport] = "served"
 
-    def __init__(self, settings: Settings | None = None, *, model: dict[str, str] | None = None,
+    def __init__(self, settings: Settings | None = None, *, condition: str | None = None, model: str | None = None,
                  max_turns: int = DEFAULT_MAX_TURNS, retry: RetryPolicy | None = None,
                  sleep: Callable[[float], None] = time.sleep):
-        super().__init__(settings, retry=retry, sleep=sleep)
-        self.model = model
-        """The assistant's model (``{"provider", "model"}``); VAPI's default for us when None."""
+        super().__init__(settings, condition=condition, model=model, retry=retry, sleep=sleep)
         self.max_turns = max_turns
+
+    def refused(self, config: CompiledConfig) -> str | None:
+        return refused(config)
 
     def api(self) -> VapiApi:
         return VapiApi.from_settings(self.settings, retry=self.retry, sleep=self.sleep)
@@ -76,7 +79,6 @@ class VapiChatRunner(PlatformRunner):
         if isinstance(config, Report):
             yield config
             return
-        raw = job.target["config"]
         settings = self.settings
         mocks = self.mock_rules(job)
         with ExitStack() as stack:
@@ -85,9 +87,9 @@ class VapiChatRunner(PlatformRunner):
             api = stack.enter_context(self.api())
             api.client.until(job.waits_until)
             url = server.url if server is not None else None
-            create = lambda name: api.create_assistant(assistant_body(config, name, self.model, url))  # noqa: E731
+            create = lambda name: api.create_assistant(assistant_body(config, name, tool_server=url))  # noqa: E731
             assistant_id = stack.enter_context(scratch_object(heartbeat, "assistant", create, api.delete_assistant))
-            artefact = redact(raw)
+            artefact = self.artefact(job, config)
             yield from case_reports(job, self.name, self.batch_size, lambda case: self._case_run(
                 api, assistant_id, case, callers[case.case_id], heartbeat, artefact, server, run_id=job.run_id), heartbeat)
 

@@ -74,11 +74,11 @@ class VapiEvalsRunner(VapiChatRunner):
     does: ClassVar[str] = "evaluates"
     tool_mocks: ClassVar[MockSupport] = "refused"  # an eval run's mock conversation has no run-long server
 
-    def __init__(self, settings: Settings | None = None, *, model: dict[str, str] | None = None,
+    def __init__(self, settings: Settings | None = None, *, condition: str | None = None, model: str | None = None,
                  judge_model: dict[str, str] | None = None, poll_interval: float = 2.0, max_wait: float = 1800.0,
                  retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)):
-        super().__init__(settings, model=model, retry=retry, sleep=sleep)
+        super().__init__(settings, condition=condition, model=model, retry=retry, sleep=sleep)
         self.judge_model = judge_model
         """The model of ``ai`` judge plans; VAPI's default for us when None."""
         self.poll_interval, self.max_wait, self.clock = poll_interval, max_wait, clock
@@ -91,11 +91,12 @@ class VapiEvalsRunner(VapiChatRunner):
         with ExitStack() as stack:
             api = stack.enter_context(self.api())
             api.client.until(job.waits_until)
-            create = lambda name: api.create_assistant(assistant_body(config, name, self.model))  # noqa: E731
+            create = lambda name: api.create_assistant(assistant_body(config, name))  # noqa: E731
             assistant_id = stack.enter_context(scratch_object(heartbeat, "assistant", create, api.delete_assistant))
             evals = {c.case_id: self._start(api, stack, heartbeat, assistant_id, c, job.assertions) for c in job.cases}
             self._poll(api, [e for es in evals.values() for e in es], heartbeat, job)
-            runs = [self._case_run(case, evals[case.case_id]) for case in job.cases]
+            artefact = self.artefact(job, config)
+            runs = [self._case_run(case, evals[case.case_id], artefact) for case in job.cases]
             for batch_no, start in enumerate(range(0, len(runs), self.batch_size)):
                 yield Report.from_case_runs(f"{job.run_id}:{self.name}:{batch_no}", runs[start : start + self.batch_size])
 
@@ -141,8 +142,8 @@ class VapiEvalsRunner(VapiChatRunner):
                 return
             self.sleep(self.poll_interval if left is None else min(self.poll_interval, left))
 
-    def _case_run(self, case: CaseSpec, evals: list[_Eval]) -> CaseRun:
-        """The case's evidence: the first ended eval's conversation, VAPI's verdict per assertion."""
+    def _case_run(self, case: CaseSpec, evals: list[_Eval], artefact: dict[str, Any] | None = None) -> CaseRun:
+        """The case's evidence: the first ended eval's conversation, VAPI's verdict per assertion, the config run."""
         results = [ev for ev in evals if ev.ended and ev.run.get("endedReason") == "mockConversation.done"
                    and ev.run.get("results")]
         evaluations = [self._evaluation(ev) for ev in evals if ev.assertion is not None]
@@ -152,10 +153,11 @@ class VapiEvalsRunner(VapiChatRunner):
         if not results:
             why = "; ".join(sorted({_why_not(ev) for ev in evals}))
             return CaseRun(case_id=case.case_id, status="error", error=f"no VAPI eval of this case completed: {why}",
-                           evaluations=evaluations, provider_ref=ref, provider_payload=payload, cost_usd=cost)
+                           evaluations=evaluations, provider_ref=ref, provider_payload=payload, cost_usd=cost,
+                           artefact=artefact)
         transcript, calls = eval_transcript(results[0].run["results"][0])
         return CaseRun(case_id=case.case_id, transcript=transcript, tool_calls=calls, provider_ref=ref,
-                       provider_payload=payload, cost_usd=cost, evaluations=evaluations)
+                       provider_payload=payload, cost_usd=cost, evaluations=evaluations, artefact=artefact)
 
     @staticmethod
     def _evaluation(ev: _Eval) -> Evaluation:

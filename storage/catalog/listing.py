@@ -41,7 +41,8 @@ class Scope:
 
 def _suite_rows(conn: sa.Connection, scope: Scope) -> list[sa.Row]:
     s = t.suites
-    q = sa.select(s.c.suite_id, s.c.team_id, s.c.suite_key, s.c.name, s.c.target_kind, s.c.target, s.c.tags)
+    q = sa.select(s.c.suite_id, s.c.team_id, s.c.suite_key, s.c.name, s.c.target_kind, s.c.target, s.c.tags,
+                  s.c.runners)
     if scope.team:
         q = q.where(s.c.team_id == scope.team)
     if scope.suite_id:
@@ -108,7 +109,8 @@ def suites(conn: sa.Connection, scope: Scope) -> list[dict[str, Any]]:
     return [
         {"suite": f"{r.team_id}/{r.suite_key}", "team": r.team_id, "key": r.suite_key, "name": r.name,
          "target_kind": r.target_kind, "target": _target_label(r.target_kind, r.target),
-         "cases": len(members[r.suite_id]), "consumers": consumers[r.suite_id], "tags": list(r.tags)}
+         "cases": len(members[r.suite_id]), "consumers": consumers[r.suite_id], "tags": list(r.tags),
+         "runners": list(r.runners or [])}
         for r in _suite_rows(conn, scope)
     ]
 

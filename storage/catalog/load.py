@@ -296,7 +296,7 @@ class _Planner:
         # The stored config is redacted; its hash is the raw file's, so rotating a key in it is a change
         # and reloading an unchanged file is not.
         values = {"name": suite.name, "target_kind": target.kind, "target": redact(target.target),
-                  "target_hash": target.hash, "tags": sorted(suite.tags),
+                  "target_hash": target.hash, "tags": sorted(suite.tags), "runners": list(suite.runners),
                   "repeat": suite.repeat.model_dump(exclude_none=True) if suite.repeat else None}  # fmt: skip
         row = self.state.suites.get((team_id, suite.key))
         suite_id = row.suite_id if row is not None else new_id()
@@ -311,6 +311,7 @@ class _Planner:
             "target": ((row.target_kind, row.target_hash), (target.kind, target.hash)),
             "cases": (stored_members, members),
             "tags": (row.tags, values["tags"]),
+            "runners": (row.runners, values["runners"]),
             "repeat": (row.repeat, values["repeat"]),
         }  # fmt: skip
         inserts = [

@@ -91,6 +91,16 @@ def suite_assertion_keys(conn: sa.Connection, suite_id: str) -> set[str]:
     return set(conn.execute(q).scalars())
 
 
+def suite_mechanisms(conn: sa.Connection, suite_id: str) -> set[str]:
+    """The mechanisms of a suite's assertions (its own and its cases'), each assertion at its latest version."""
+    a, sc = t.assertions, t.suite_cases
+    case_ids = sa.select(sc.c.case_id).where(sc.c.suite_id == suite_id)
+    q = (sa.select(a.c.owner, a.c.assertion_key, a.c.mechanism)
+         .where(sa.or_(a.c.suite_id == suite_id, a.c.case_id.in_(case_ids))).order_by(a.c.version))
+    latest = {(owner, key): mechanism for owner, key, mechanism in conn.execute(q)}
+    return set(latest.values())
+
+
 HISTORY_RUNNER_PREFIX = "legacy:"
 """The runner of imported history (``legacy:<lineage>``): runs that arrived final, with their verdicts as
 opaque results; there is nothing of ours to judge in them."""
@@ -118,9 +128,10 @@ def run_coverage(conn: sa.Connection, run_ids: Sequence[str]) -> list[sa.Row]:
 FINALISED_RUN_SCHEMA = {
     "run_id": pl.String, "created_at": pl.Datetime("us", "UTC"), "team_id": pl.String, "lake_date": pl.String,
     "status": pl.String, "status_reason": pl.String, "case_count": pl.Int64, "case_runs": pl.Int64,
-    "stamped": pl.String, "stamped_version": pl.Int64,
+    "stamped": pl.String, "stamped_version": pl.Int64, "runner": pl.String,
 }
-"""A re-score's view of a finalised run: when and where it was made, its coverage, and what was stamped on it."""
+"""A re-score's view of a finalised run: when and where it was made (and by which runner), its coverage, and
+what was stamped on it."""
 
 
 def finalised_runs(conn: sa.Connection, suite_id: str, consumer: str,
@@ -139,7 +150,7 @@ def finalised_runs(conn: sa.Connection, suite_id: str, consumer: str,
     created = sa.type_coerce(r.c.created_at, sa.String) if as_text else r.c.created_at
     q = (
         sa.select(r.c.run_id, created.label("created_at"), r.c.team_id, r.c.lake_date,
-                  *(r.c[c] for c in COVERAGE_COLUMNS[1:]), rc.c.verdict, rc.c.version)
+                  *(r.c[c] for c in COVERAGE_COLUMNS[1:]), rc.c.verdict, rc.c.version, r.c.runner)
         .outerjoin(rc, sa.and_(rc.c.run_id == r.c.run_id, rc.c.consumer_key == consumer))
         .where(r.c.suite_id == suite_id, r.c.finalised_at.is_not(None))
     )

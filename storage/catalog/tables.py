@@ -117,6 +117,9 @@ suites = sa.Table(
     sa.Column("target_hash", sa.String(64), nullable=False),
     sa.Column("tags", sa.JSON, nullable=False, default=list, server_default="[]",
               doc="The suite's tags, a sorted JSON list (`nightly`: the nightly sweep re-runs it)."),
+    sa.Column("runners", sa.JSON, nullable=False, default=list, server_default="[]",
+              doc="The runners the suite declares, a JSON list in its order: each one plays the suite when no "
+                  "runner is named (`assay run`, the nightly sweep, the deployments); empty: the target's default."),
     sa.Column("repeat", sa.JSON, nullable=True,
               doc="The suite's repeat plan, `{count, budget}`: replays per case, and the most an undecided case "
                   "may reach by escalation; null: each case runs once."),

@@ -111,7 +111,7 @@ def test_each_problem_is_worded_exactly_in_field_order() -> None:
     assert config_problems({"config": {**CONFIG, "tools": {}}}) == ["config.tools: expected a list of tools, got an object"]
     assert config_problems({"config": [CONFIG]}) == [
         "config: expected an object with name, prompt, variables and tools, got a list"]
-    assert config_problems({"config": {**CONFIG, "first_message": None, "model": {"any": "thing"}}}) == []
+    assert config_problems({"config": {**CONFIG, "first_message": None, "server": {"any": "thing"}}}) == []  # kept as is
 
 
 def test_the_model_reads_a_well_formed_config_keeping_every_key() -> None:

@@ -128,22 +128,35 @@ def test_an_eval_run_answered_after_we_gave_up_is_found_never_started_twice(engi
 
 
 class Slow(Runner):
-    """Waits, in one call the runner cannot interrupt, longer than its lease, then reports what arrived."""
+    """One vendor request in flight, which the runner cannot interrupt, for longer than its lease: while it waits,
+    the time the ledger reads moves past the lease's end, a step at a time, each step waiting for a renewal made
+    meanwhile (in real time, bounded). Only a lease renewed while the runner waits keeps the run ours."""
 
     name: ClassVar[str] = "slow"
     mechanisms: ClassVar[frozenset[str]] = frozenset()
     target_kinds: ClassVar[frozenset[str]] = frozenset({"config"})
+    steps: ClassVar[int] = 4
+    patience: ClassVar[float] = 10.0
+    """Real seconds a step waits for a renewal before it moves on regardless (and the run then loses its lease)."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
+    def __init__(self, engine: sa.Engine, clock: Clock, ttl: float) -> None:
+        self.engine, self.clock, self.ttl = engine, clock, ttl
 
     def execute(self, job: RunJob, heartbeat: Heartbeat) -> Iterator[Report]:
-        threading.Event().wait(self.seconds)  # a vendor request in flight: no heartbeat meanwhile
+        for _ in range(self.steps):  # no heartbeat meanwhile: the request is in flight
+            self.clock.sleep(self.ttl * 0.75)
+            renewed, waited = threading.Event(), 0.0
+            renewed_by_now = self.clock.now + timedelta(seconds=self.ttl)  # what a renewal made after the move sets
+            while get_run(self.engine, job.run_id).lease_expires_at < renewed_by_now and waited < self.patience:
+                renewed.wait(0.01)
+                waited += 0.01
         yield Report.from_case_runs(f"{job.run_id}:slow:0", [CaseRun(case_id=c.case_id) for c in job.cases])
 
 
 def test_a_request_that_outlives_the_lease_is_stored(engine: sa.Engine, lake: Lake) -> None:
-    run_id, error = _drive(engine, lake, Slow(0.3), ttl=0.1)
+    clock, ttl = Clock(), 0.2
+    run_id, error = _drive(engine, lake, Slow(engine, clock, ttl), clock=clock, ttl=ttl)
+    assert Slow.steps * 0.75 * ttl > ttl  # the request outlived the lease it started with
     assert error is None and get_run(engine, run_id).status == "released"
     assert case_runs(lake, run_id).height == len(CASES)
 

@@ -239,6 +239,11 @@ RULES: dict[str, tuple[Mutation, str, str]] = {
         "teams[0].suites[1].criteria.ci.required[1]",
         "'area_tool' matches no assertion of suite 'recorded'",
     ),
+    "criteria key mistyped": (
+        set_at(f"{S0}.criteria.ci.required", ["area_tol"]),
+        "teams[0].suites[0].criteria.ci.required[0]",
+        "'area_tol' (did you mean 'area_tool'?) matches no assertion of suite 'main-line'",
+    ),
     "criteria threshold key matches nothing": (
         set_at(f"{S0}.criteria.nightly.threshold.0.keys", ["resolves", "ghost"]),
         "teams[0].suites[0].criteria.nightly.threshold[0].keys[1]",

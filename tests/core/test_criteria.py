@@ -115,3 +115,15 @@ def test_a_bad_pass_rate_is_refused_naming_the_field_and_its_range(tmp_path: Pat
         read_bundle(write(tmp_path, doc))
     text = str(info.value)
     assert f"criteria.nightly.{where}" in text and words in text, text
+
+
+def test_a_mistyped_key_is_refused_with_the_nearest_assertion_key() -> None:
+    from assay.core.criteria import resolve
+    from assay.core.errors import CriteriaError
+
+    typo = CriteriaSpec.model_validate({"required": ["tool_caled"], "threshold": [{"keys": ["ghost", "polite"], "min": 0.5}]})
+    with pytest.raises(CriteriaError) as info:
+        resolve("ci", typo, ["tool_called", "polite", "books"])
+    said = str(info.value)
+    assert "required key 'tool_caled' (did you mean 'tool_called'?) matches no assertion" in said
+    assert "threshold group 0: key(s) ghost match no assertion" in said  # nothing close: no guess

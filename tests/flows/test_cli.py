@@ -229,3 +229,24 @@ def test_rescore_with_a_bad_spec_file_names_it(tmp_path: Path) -> None:
 def test_rejudge_without_a_selection_says_how_to_choose(tmp_path: Path) -> None:
     proc = assay("rejudge", home=tmp_path, check=1)
     assert "no runs chosen: give --run RUN (repeatable), --suite TEAM/SUITE or --team TEAM" in proc.stderr
+
+
+def test_every_command_but_the_worker_takes_json_as_the_readme_says() -> None:
+    """The README's promise, checked against the command line itself: each command (sub-commands included)
+    takes --json, except `assay worker`, which hands its process over to Prefect's worker."""
+    import typer.main
+
+    from assay.flows.cli import app
+
+    def commands(command, path=()):
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                yield from commands(sub, (*path, name))
+        else:
+            yield " ".join(path), command
+
+    found = dict(commands(typer.main.get_command(app)))
+    assert {"fake-vendors", "query", "runs list", "server status"} <= set(found)
+    assert [name for name, c in found.items() if not any("--json" in p.opts for p in c.params)] == ["worker"]
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    assert "Every command but `assay worker` (which becomes Prefect's worker process and prints its log) takes `--json`" in readme

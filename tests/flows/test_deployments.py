@@ -292,6 +292,30 @@ def test_the_schedules_produce_scheduled_flow_runs(installation: Installation) -
         assert upcoming and upcoming[0] <= asked + timedelta(seconds=gap + 15), (name, times, asked)
 
 
+def test_a_triggered_nightly_sweep_runs_each_suite_on_its_declared_runners(
+    installation: Installation, tmp_path: Path
+) -> None:
+    """Last of the installation's tests: main-line then declares two runners, so a run of it names one."""
+    import shutil
+
+    import yaml
+
+    demo = shutil.copytree(DEMO, tmp_path / "demo")
+    raw = yaml.safe_load((demo / "bundle.yaml").read_text())
+    suites = {f"{team['id']}/{s['key']}": s for team in raw["teams"] for s in team["suites"]}
+    suites[SUITE]["runners"] = ["config_check", "fixed"]
+    suites["acme-plumbing/chat-line"]["tags"] = ["nightly"]  # a conversation declaring no runner: refused
+    (demo / "declared.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    installation.assay("load", str(demo / "declared.yaml"))
+    before = {r["run_id"] for r in installation.json("runs", "list")["runs"]}
+
+    flow_run = installation.wait(installation.trigger("nightly-sweep/assay", {}))
+    assert flow_run["state"]["type"] == "COMPLETED", installation.worker_log()
+    new = [r for r in installation.json("runs", "list")["runs"] if r["run_id"] not in before]
+    ran = sorted((f"{r['team_id']}/{r['suite_key']}", r["runner"]) for r in new)
+    assert ran == [(SUITE, "config_check"), (SUITE, "fixed"), ("northside-hvac/recorded-calls", "recorded")]
+
+
 def test_deploy_without_a_lasting_server_says_how_to_get_one(tmp_path: Path) -> None:
     """In this process the harness's server is a temporary one, as a command's own would be."""
     assay("init", home=tmp_path / "home")

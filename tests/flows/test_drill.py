@@ -98,6 +98,10 @@ def test_show_marks_the_turn_and_the_tool_call_that_decided_a_result(ws: dict[st
     assert marked[-1].split()[:3] == [">", "0", "check_service_area"]
     assert "^ decides declines_out_of_area" in flat and "^ decides checks_area_with_tool" in flat
     assert f"counted by: blueprint_ci, nightly_sweep, publish_gate; decided by turn {turn}" in flat
+    # the duration as a person reads it: the recorded call lasted 70.5 s
+    assert case["duration_ms"] == 70_500
+    [duration] = [line.split(None, 1)[1].strip() for line in text.splitlines() if line.startswith("duration ")]
+    assert duration == "1 min 10 s"
 
 
 def test_show_of_a_call_replayed_in_two_runs_asks_which(ws: dict[str, Any]) -> None:
@@ -155,3 +159,38 @@ def test_a_case_run_with_no_call_and_no_conversation_is_named_by_its_id_and_mark
     assert shown["results"] and all(r["decided_by"] is None for r in shown["results"])
     text = readable_at_80(assay("show", cases[0]["case_run_id"], home=ws["home"], columns=80).stdout)
     assert "transcript (0; > marks a line that decided a result) none recorded" in text
+
+
+def test_listings_of_a_suites_runs_go_by_time_and_name_the_runner_and_the_outcome(ws: dict[str, Any]) -> None:
+    """`verdicts --suite` and `rescore` list the runs oldest first (never by id), with their runner; `runs list`
+    shows each run's outcome. Ids are random: the suite is run again until id order is not time order."""
+    made = [ws["a"], ws["b"]]
+    while made == sorted(made):  # each run makes it less likely (1 in 2, 6, 24, ...)
+        assert len(made) < 8, "run ids kept coming in time order"
+        made.append(json.loads(assay("run", SUITE, "--json", home=ws["home"]).stdout)["run"]["run_id"])
+
+    verdicts = json.loads(assay("verdicts", "--suite", SUITE, "--json", home=ws["home"]).stdout)["verdicts"]
+    assert list(dict.fromkeys(v["run_id"] for v in verdicts)) == made
+    rescored = json.loads(assay("rescore", SUITE, "--consumer", "blueprint_ci", "--json", home=ws["home"]).stdout)
+    assert [(r["run_id"], r["runner"]) for r in rescored["runs"]] == [(run_id, "recorded") for run_id in made]
+
+    text = assay("verdicts", "--suite", SUITE, home=ws["home"]).stdout
+    assert next(line for line in text.splitlines() if line.startswith("run ")).split()[:3] == ["run", "runner", "consumer"]
+    def full(cell: str) -> str | None:  # tables show each id by its shortest unique prefix (12+ characters)
+        return next((run_id for run_id in made if len(cell) >= 12 and run_id.startswith(cell)), None)
+
+    listed = [(full(line.split()[0]), line.split()[1]) for line in text.splitlines() if line.split()[:1]
+              and full(line.split()[0])]
+    assert listed[::3] == [(run_id, "recorded") for run_id in made]  # three consumers a run
+    text = assay("rescore", SUITE, "--consumer", "blueprint_ci", home=ws["home"]).stdout
+    at = [text.index(run_id[:12]) for run_id in made]
+    assert at == sorted(at)
+
+    listing = json.loads(assay("runs", "list", "--suite", SUITE, "--json", home=ws["home"]).stdout)["runs"]
+    outcome = {r["run_id"]: r["outcome"] for r in listing}
+    assert outcome[ws["a"]] in ("pass", "fail", "error")
+    text = assay("runs", "list", "--suite", SUITE, home=ws["home"]).stdout
+    header = next(line for line in text.splitlines() if line.startswith("run ")).split()
+    assert header[:6] == ["run", "team/suite", "runner", "status", "(outcome)", "case"]
+    row = next(line.split() for line in text.splitlines() if line.startswith(ws["a"][:12]))
+    assert row[3:5] == ["completed", f"({outcome[ws['a']]})"]

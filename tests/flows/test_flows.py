@@ -294,3 +294,20 @@ def test_no_task_is_answered_from_a_cache() -> None:
     tasks = {f"{m.__name__}.{name}": t for m in modules for name, t in vars(m).items() if isinstance(t, Task)}
     assert len(tasks) >= 10
     assert {name for name, t in tasks.items() if t.cache_policy is not NO_CACHE} == set()
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (("run", "acme-plumbing/main-lin"), "main-line"),                          # a mistyped suite: its nearest named
+    (("run", SUITES[0], "--runner", "vapi_chatt"), "vapi_chat"),                # a mistyped runner
+    (("run", SUITES[1], "--runner", "vapi_chat"), "cannot execute suite"),      # a runner that cannot take it
+    (("rescore", SUITES[0], "--consumer", "blueprint_cii", "--materialise"), "blueprint_ci"),
+    (("rescore", "acme-plumbing/nowhere", "--consumer", "blueprint_ci", "--materialise"), "nowhere"),
+])
+def test_a_mistyped_command_starts_no_flow_run(prefect_harness, home: Path, capsys, argv: tuple[str, ...],
+                                               said: str) -> None:
+    """A command whose names or options cannot work says so and exits 1 before any flow run exists: Prefect
+    never shows a FAILED flow run for a typo."""
+    since = datetime.now(UTC)
+    _, err = cli(capsys, *argv, code=1)
+    assert err.startswith("error: ") and said in err
+    assert flow_runs("run-suite", since) == [] and flow_runs("rescore-materialise", since) == []

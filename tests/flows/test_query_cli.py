@@ -87,6 +87,15 @@ def test_csv_and_json_carry_the_same_rows(home: Path) -> None:
         assert row["run_id"] == record["run_id"] and row["verdict"] == record["verdict"]
         assert json.loads(row["spec"]) == record["spec"] and isinstance(record["spec"], dict)
         assert row["changed"] == json.dumps(record["changed"])
+    document = json.loads(assay_cli("query", sql, "--json", home=home).stdout)  # the same rows, as a document
+    assert (document["schema"], document["row_count"], document["rows"]) == ("assay.query", 6, records)
+    assert [c["name"] for c in document["columns"]] == ["run_id", "consumer_key", "verdict", "spec", "changed"]
+    assert document["columns"][3]["type"] == "JSON"
+
+
+def test_json_and_a_bare_format_together_are_a_malformed_command_line(home: Path) -> None:
+    proc = assay_cli("query", "SELECT 1", "--json", "--format", "csv", home=home, check=2)
+    assert "give one of them" in proc.stderr and proc.stdout == ""
 
 
 @pytest.mark.parametrize(("sql", "first"), [

@@ -17,8 +17,8 @@ HEADING = "### Repeats and per-case pass rates"
 def test_the_readme_repeats_walk_through_runs(fake_vendors_process, readme_walk, assay_home: Path,
                                               tmp_path: Path) -> None:
     lines = sh_block(HEADING)
-    assert lines[0].command.startswith("assay fake-vendors --env-file fakes.env") and lines[1].command == ". ./fakes.env"
-    with fake_vendors_process(tmp_path / "fakes.env", cwd=ROOT) as exported:
+    assert lines[0].command == "assay fake-vendors --env-file fakes.env --demo &" and lines[1].command == ". ./fakes.env"
+    with fake_vendors_process(tmp_path / "fakes.env", cwd=ROOT, args=["--demo"]) as exported:
         outputs = []
         for line in lines[2:]:
             argv = shlex.split(line.command)

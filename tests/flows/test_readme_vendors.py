@@ -18,8 +18,8 @@ def _commands() -> list[str]:
 def test_the_readme_vendor_walk_through_runs(fake_vendors_process, readme_walk, assay_home: Path,
                                             tmp_path: Path) -> None:
     commands = _commands()
-    assert commands[0].startswith("assay fake-vendors --env-file fakes.env") and commands[1] == ". ./fakes.env"
-    with fake_vendors_process(tmp_path / "fakes.env", seconds=600, cwd=ROOT) as exported:
+    assert commands[0] == "assay fake-vendors --env-file fakes.env --demo &" and commands[1] == ". ./fakes.env"
+    with fake_vendors_process(tmp_path / "fakes.env", seconds=600, cwd=ROOT, args=["--demo"]) as exported:
         outputs = {}
         for command in commands[2:]:
             argv = shlex.split(command)

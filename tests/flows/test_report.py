@@ -85,6 +85,23 @@ def test_the_report_is_one_self_contained_page(full: tuple[dict, str]) -> None:
     assert "I&#x27;m in Riverdale" in page and "I'm in Riverdale" not in page
 
 
+def test_what_a_runner_could_not_evaluate_is_listed_apart_from_the_failing_behaviours(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ws = open_workspace(Settings(home=home), create=True)
+    try:
+        ops.load(ws, str(DEMO / "bundle.yaml"))
+        ops.run_to_final(ws, SUITES[0], "fixed")  # `fixed` reports only its own evaluations: no tool calls
+    finally:
+        ws.close()
+    path = tmp_path / "report.html"
+    report(home, path)
+    page = path.read_text(encoding="utf-8")
+    failing = re.search(r'<section id="failing">.*?</section>', page).group(0)
+    apart = failing[failing.index('id="not-applicable"'):]
+    assert '<code class="id">books_with_tool</code>' in apart and '<code class="id">fixed</code>' in apart
+    assert '<code class="id">books_with_tool</code>' not in failing[:failing.index('id="not-applicable"')]
+
+
 def test_every_string_from_the_data_is_escaped() -> None:
     evil = '<script>alert("x")</script>'
     example = {"assertion_key": evil, "case_key": evil, "run_id": evil, "case_run_id": evil, "reason": evil,
@@ -101,6 +118,7 @@ def test_every_string_from_the_data_is_escaped() -> None:
         "failing": [{"assertion_key": evil, "teams_failing": 1, "failing_teams": [evil], "failures": 1, "results": 1,
                      "met_rate": 0.0, "evaluators": [evil], "mixed_evaluators": False, "examples": [example]}],
         "failing_more": 0,
+        "not_applicable": [{"assertion_key": evil, "runner": evil, "results": 2, "runs": 1}],
         "trend": [{"assertion_key": evil, "assertion_version": 1, "week": w, "teams": 1, "runs": 1, "results": 1,
                    "met": 0, "not_met": 1, "undetermined": 0, "met_rate": 0.0, "evaluators": [evil],
                    "mixed_evaluators": False} for w in ("2026-01-05", "2026-01-12")],

@@ -64,9 +64,10 @@ def test_suites_stored_before_tags_have_none(catalog_url: str) -> None:
                 "INSERT INTO suites (suite_id, team_id, suite_key, name, target_kind, target, target_hash, created_at, "
                 "updated_at) VALUES ('s1', 't', 'main', 'Main', 'config', '{}', 'h', :now, :now)"), {"now": now})
         migrate(engine)
-        assert current_revision(engine) == HEAD == "0009"
-        with engine.connect() as conn:  # no tags, and no repeat plan: each case runs once
-            assert conn.execute(sa.select(suites.c.suite_id, suites.c.tags, suites.c.repeat)).all() == [("s1", [], None)]
+        assert current_revision(engine) == HEAD == "0010"
+        with engine.connect() as conn:  # no tags, no repeat plan (each case runs once), no declared runners
+            stored = sa.select(suites.c.suite_id, suites.c.tags, suites.c.repeat, suites.c.runners)
+            assert conn.execute(stored).all() == [("s1", [], None, [])]
     finally:
         engine.dispose()
 
@@ -116,7 +117,7 @@ def test_exam_targets_arrive_with_0009_and_leave_with_it(catalog_url: str) -> No
         with pytest.raises(sa.exc.IntegrityError):
             _add_suite(engine, "x0", "exam")
 
-        migrate(engine)
+        migrate(engine, "0009")
         assert current_revision(engine) == "0009"
         _add_suite(engine, "x1", "exam")
         with engine.connect() as conn:

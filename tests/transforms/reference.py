@@ -87,7 +87,7 @@ def judge_one(
     if family == "tool":
         return tool(mechanism, p, run["tool_calls"])
     if family == "vendor":
-        return vendor(p, evals.get((a["case_run_id"], p["name"]), []))
+        return vendor(p, evals.get((a["case_run_id"], p["name"]), []), run["runner"])
     if family == "exam":
         return exam(mechanism, p, run["artefact"])
     if judge is None:
@@ -170,7 +170,7 @@ def transcript(mechanism: str, p: dict[str, Any], run: dict[str, Any]) -> Result
         if turn is None or (role is not None and turn["role"] != role):
             continue
         said = turn["text"] or ""
-        if mechanism == "transcript.regex":
+        if mechanism in ("transcript.regex", "transcript.not_regex"):
             hit = re.search(text, said, re.IGNORECASE if ci else 0) is not None
         elif ci:
             hit = re.search(re.escape(text), said, re.IGNORECASE) is not None
@@ -183,6 +183,8 @@ def transcript(mechanism: str, p: dict[str, Any], run: dict[str, Any]) -> Result
     case = " (ignoring case)" if ci else ""
     if mechanism == "transcript.regex":
         return (True, None, None, ev) if found else (False, None, f'no turn{by} matches the pattern "{text}"{case}', ev)
+    if mechanism == "transcript.not_regex":
+        return (False, None, f'a turn{by} matches the pattern "{text}"{case}', ev) if found else (True, None, None, ev)
     if mechanism == "transcript.contains":
         return (True, None, None, ev) if found else (False, None, f'no turn{by} contains "{text}"{case}', ev)
     return (False, None, f'a turn{by} contains "{text}"{case}', ev) if found else (True, None, None, ev)
@@ -269,10 +271,11 @@ def _no_constant(name: str) -> Any:
 
 # --------------------------------------------------------------------------------------- vendor
 
-def vendor(p: dict[str, Any], found: list[dict[str, Any]]) -> Result:
+def vendor(p: dict[str, Any], found: list[dict[str, Any]], runner: str | None) -> Result:
     name = p["name"]
-    if not found:
-        return None, None, f'the runner reported no evaluation named "{name}"', "assay:vendor"
+    if not found:  # the runner does not produce it: as unsupported
+        why = f'runner "{runner or ""}" reported no evaluation named "{name}": it does not produce that evaluation'
+        return False, None, why, "assay:unsupported"
     if len(found) > 1:
         return None, None, f'the runner reported {len(found)} evaluations named "{name}"; expected one', "assay:vendor"
     e = found[0]

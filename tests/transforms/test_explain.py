@@ -94,6 +94,7 @@ CALLS = pl.DataFrame({"name": ["lookup", "check_area", "check_area"],
     ("transcript.contains", {"text": "OUTSIDE", "case_insensitive": True}, True, ("turns", [1, 2, 3])),
     ("transcript.regex", {"text": "our\\s+area"}, True, ("turns", [2])),
     ("transcript.not_contains", {"text": "Bye", "role": "agent"}, False, ("turns", [3])),
+    ("transcript.not_regex", {"text": "our\\s+area"}, False, ("turns", [2])),
     ("tool.called", {"tool": "check_area"}, True, ("calls", [1, 2])),
     ("tool.called", {"tool": "check_area", "arguments": {"zip": "60827"}}, True, ("calls", [1])),
     ("tool.not_called", {"tool": "lookup"}, False, ("calls", [0])),
@@ -105,6 +106,7 @@ def test_the_lines_that_decided_a_result(mechanism: str, params: dict, met: bool
 @pytest.mark.parametrize("mechanism,params,met", [
     ("transcript.contains", {"text": "outside"}, False),      # an absence points at no line
     ("transcript.not_contains", {"text": "oven"}, True),
+    ("transcript.not_regex", {"text": "ov[e]n"}, True),
     ("tool.called", {"tool": "book"}, False),
     ("tool.called", {"tool": "check_area"}, None),            # undetermined
     ("transcript.max_turns", {"max": 2}, False),              # a count, not a line

@@ -102,7 +102,7 @@ def _random_assertions(rng: random.Random) -> list[tuple[str, dict]]:
         out.append((["transcript.contains", "transcript.not_contains"][k % 2],
                     {"text": rng.choice(WORDS + ["refund please", "a.b", "\n"]), "role": role, "case_insensitive": ci}))
     for pattern in PATTERNS:
-        out.append(("transcript.regex", {"text": pattern, "role": rng.choice([None, "agent"]), "case_insensitive": rng.random() < 0.5}))
+        out.append((rng.choice(["transcript.regex", "transcript.not_regex"]), {"text": pattern, "role": rng.choice([None, "agent"]), "case_insensitive": rng.random() < 0.5}))
     for k, tool in enumerate(TOOL_NAMES[:4]):
         out.append((["tool.called", "tool.not_called"][k % 2], {"tool": tool}))
     for arguments in [{"zip": "60614"}, {"zip": 60614}, {"urgent": True}, {"n": 1}, {"zip": "60614", "urgent": False},

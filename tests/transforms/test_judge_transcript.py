@@ -48,10 +48,22 @@ def test_regex_searches_each_turn() -> None:
         False, None, r'no turn by the caller matches the pattern "\d{5}"', "assay:transcript")
 
 
+def test_not_regex_is_met_only_when_no_turn_matches() -> None:
+    run = case_run(transcript=CALL_TRANSCRIPT)
+    assert one(run, "transcript.not_regex", {"text": r"\$\d+"}) == result(True, None, None, "assay:transcript")
+    assert one(run, "transcript.not_regex", {"text": r"^sorry", "case_insensitive": True}) == result(
+        False, None, 'a turn matches the pattern "^sorry" (ignoring case)', "assay:transcript")
+    assert one(run, "transcript.not_regex", {"text": r"^Sorry", "role": "caller"})["met"] is True  # the agent said it
+    assert one(run, "transcript.not_regex", {"text": r"^Sorry", "role": "agent"}) == result(
+        False, None, 'a turn by the agent matches the pattern "^Sorry"', "assay:transcript")
+    assert one(case_run(transcript=[]), "transcript.not_regex", {"text": "x"})["met"] is True
+
+
 def test_transcript_checks_without_a_transcript_are_null() -> None:
     run = case_run(transcript=None)
     for mechanism, params in [("transcript.contains", {"text": "x"}), ("transcript.not_contains", {"text": "x"}),
-                              ("transcript.regex", {"text": "x"}), ("transcript.max_turns", {"max": 3})]:
+                              ("transcript.regex", {"text": "x"}), ("transcript.not_regex", {"text": "x"}),
+                              ("transcript.max_turns", {"max": 3})]:
         assert one(run, mechanism, params) == result(None, None, "the case run recorded no transcript", "assay:transcript")
     empty = case_run(transcript=[])
     assert one(empty, "transcript.contains", {"text": "x"})["met"] is False
@@ -84,12 +96,13 @@ def test_max_latency_and_cost_without_a_measurement_are_null(measured: float | N
     assert one(run, "transcript.max_cost", {"max_usd": 1}) == result(None, None, "the case run recorded no cost", "assay:transcript")
 
 
-def test_regex_params_refuse_what_either_engine_cannot_compile() -> None:
+@pytest.mark.parametrize("mechanism", ["transcript.regex", "transcript.not_regex"])
+def test_regex_params_refuse_what_either_engine_cannot_compile(mechanism: str) -> None:
     for pattern in [r"(?<=a)b", r"(a)\1", r"\p{L}", "[[:alpha:]]", "a{,3}", "("]:
         with pytest.raises(ValidationError, match="cannot be used") as info:
-            validate_params("transcript.regex", {"text": pattern})
+            validate_params(mechanism, {"text": pattern})
         assert "look-around" in str(info.value)  # the message says which syntax is allowed
-    assert validate_params("transcript.regex", {"text": r"^\d{5}(?:-\d{4})?\b"}).text == r"^\d{5}(?:-\d{4})?\b"
+    assert validate_params(mechanism, {"text": r"^\d{5}(?:-\d{4})?\b"}).text == r"^\d{5}(?:-\d{4})?\b"
 
 
 

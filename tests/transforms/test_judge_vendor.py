@@ -59,7 +59,7 @@ def test_a_verdict_with_an_unscaled_score_values_the_verdict() -> None:
 
 
 def test_the_fix_bumped_the_evaluator_version() -> None:
-    assert evaluator_versions()["vendor.evaluation"] == 2  # results of version 1 (unscaled values) are re-judged
+    assert evaluator_versions()["vendor.evaluation"] == 3  # results of version 2 (a missing one undetermined) are re-judged
 
 
 def test_a_vendor_error_is_never_a_failure() -> None:
@@ -68,10 +68,11 @@ def test_a_vendor_error_is_never_a_failure() -> None:
     assert got == result(None, 0.1, "the vendor reported an error: no rationale given", "hamming:guardrail")
 
 
-def test_vendor_evaluation_missing_or_ambiguous_is_null() -> None:
+def test_vendor_evaluation_missing_is_unsupported_and_ambiguous_is_null() -> None:
     other = [evaluation(name="other", verdict="pass"), evaluation("c2", verdict="pass")]
     assert one([case_run(), case_run("c2")], "vendor.evaluation", {"name": "guard"}, evaluations=other) == result(
-        None, None, 'the runner reported no evaluation named "guard"', "assay:vendor")
+        False, None, 'runner "r" reported no evaluation named "guard": it does not produce that evaluation',
+        "assay:unsupported")
     twice = [evaluation(verdict="pass"), evaluation(verdict="fail")]
     assert one(case_run(), "vendor.evaluation", {"name": "guard"}, evaluations=twice) == result(
         None, None, 'the runner reported 2 evaluations named "guard"; expected one', "assay:vendor")

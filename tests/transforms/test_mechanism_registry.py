@@ -27,7 +27,7 @@ def test_each_registration_binds_the_declared_model_family_and_a_version() -> No
     versions = evaluator_versions()
     assert list(versions) == list(MECHANISMS)  # in core's order
     assert all(isinstance(v, int) and v >= 1 for v in versions.values())
-    fixed = {"vendor.evaluation": 2}  # value normalised onto 0-1 (version 1 copied the raw score)
+    fixed = {"vendor.evaluation": 3}  # v2: value normalised onto 0-1; v3: a missing evaluation is unsupported
     assert {n: v for n, v in versions.items() if v != 1} == fixed
 
 

@@ -1,9 +1,10 @@
 """``transcript.*``: checks on the conversation (its turns) and on what the case run measured.
 
 Matching rules: ``contains`` is a literal substring of one turn; ``regex`` searches each turn on its
-own (Rust's regex; :data:`assay.core.mechanisms.REGEX_SYNTAX`); ``case_insensitive`` matches under
-Unicode simple case folding (the regex engines' ``(?i)``); a test never spans two turns. Measured
-numbers that are null or NaN count as not recorded (met null).
+own (Rust's regex; :data:`assay.core.mechanisms.REGEX_SYNTAX`); ``not_contains`` and ``not_regex`` are
+met when no turn does; ``case_insensitive`` matches under Unicode simple case folding (the regex
+engines' ``(?i)``); a test never spans two turns. Measured numbers that are null or NaN count as not
+recorded (met null).
 
 Two latencies: ``max_latency`` is the whole call's duration (``duration_ms``); ``response_latency`` is
 how quickly the agent answers, from the turn timings (a caller turn's ``end_t`` to the next agent turn's
@@ -52,6 +53,13 @@ def regex(evidence: Evidence, rows: pl.Series, p: RegexMatch, judge: str | None)
     return _text_check(evidence, rows, p, negate=False, pattern=True)
 
 
+@mechanism("transcript.not_regex", version=1)
+def not_regex(evidence: Evidence, rows: pl.Series, p: RegexMatch, judge: str | None) -> pl.DataFrame:
+    """No turn (by ``p.role``) matches the pattern ``p.text``: what must never be said, in any wording the
+    pattern covers (a price, a diagnosis, a card number)."""
+    return _text_check(evidence, rows, p, negate=True, pattern=True)
+
+
 @mechanism("transcript.max_turns", version=1)
 def max_turns(evidence: Evidence, rows: pl.Series, p: MaxTurns, judge: str | None) -> pl.DataFrame:
     """The conversation took at most ``p.max`` turns; value = the turns."""
@@ -92,5 +100,5 @@ def max_cost(evidence: Evidence, rows: pl.Series, p: MaxCost, judge: str | None)
                 f"the case run cost more than {number(p.max_usd)} USD")
 
 
-__all__ = ["NO_TRANSCRIPT", "contains", "max_cost", "max_latency", "max_turns", "not_contains", "regex",
-           "response_latency"]
+__all__ = ["NO_TRANSCRIPT", "contains", "max_cost", "max_latency", "max_turns", "not_contains", "not_regex",
+           "regex", "response_latency"]
