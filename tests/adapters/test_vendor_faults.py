@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,6 +18,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 from pydantic import SecretStr
+from factories import Clock
 from runner_kit import case_runs, evaluations, seed
 
 from assay.adapters.http import RetryPolicy
@@ -53,19 +54,6 @@ def lake(tmp_path: Path, engine: sa.Engine) -> Lake:
     return Lake(str(tmp_path / "lake"), engine)
 
 
-class Clock:
-    """The time the ledger and the runner share: it moves only when the runner waits."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 class ShortTimeout(VapiEvalsRunner):
     """``vapi_evals`` whose client gives up on an answer after ``timeout`` seconds."""
 
@@ -95,7 +83,7 @@ def test_a_scorer_run_reports_its_unknown_evaluations_at_its_deadline(engine: sa
                                                                      vapi: FakeVapi) -> None:
     vapi.faults.never_finish = True
     clock = Clock()
-    runner = _evals(vapi, clock=clock, sleep=clock.sleep, poll_interval=60.0, max_wait=86400.0)
+    runner = _evals(vapi, clock=clock, sleep=clock.advance, poll_interval=60.0, max_wait=86400.0)
     run_id, error = _drive(engine, lake, runner, deadline=timedelta(minutes=10), clock=clock)
     assert error is None
     stored = case_runs(lake, run_id)
@@ -144,7 +132,7 @@ class Slow(Runner):
 
     def execute(self, job: RunJob, heartbeat: Heartbeat) -> Iterator[Report]:
         for _ in range(self.steps):  # no heartbeat meanwhile: the request is in flight
-            self.clock.sleep(self.ttl * 0.75)
+            self.clock.advance(self.ttl * 0.75)
             renewed, waited = threading.Event(), 0.0
             renewed_by_now = self.clock.now + timedelta(seconds=self.ttl)  # what a renewal made after the move sets
             while get_run(self.engine, job.run_id).lease_expires_at < renewed_by_now and waited < self.patience:
