@@ -9,11 +9,11 @@ from pathlib import Path
 
 from . import (
     cli, collect, exam_redaction, exam_stats, faults, fleet, flows, ingest, judge, judging, lake, lake_100m, leases,
-    scale, secrets, voice_metrics, voice_stats,
+    rejudge_memory, scale, secrets, voice_metrics, voice_stats,
 )
 from .common import Result, byte_compile_package, machine
 
-BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, lake_100m, cli, flows, scale, fleet,
+BENCHMARKS = [ingest, leases, collect, judging, judge, faults, secrets, lake, lake_100m, cli, flows, scale, rejudge_memory, fleet,
               voice_stats, voice_metrics, exam_stats, exam_redaction]
 
 

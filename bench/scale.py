@@ -63,6 +63,22 @@ def write_call_set(path: Path, n: int, seed: int = 5) -> None:
             }) + "\n")
 
 
+def bundle(assertions: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The bundle of team ``scale``: suite ``calls`` replays ``calls.jsonl`` (beside it) under ``assertions``
+    ((mechanism, params) pairs, keyed ``key_0``, ``key_1``, ...)."""
+    return {
+        "schema": "assay.bundle/v1",
+        "teams": [{
+            "id": "scale", "name": "Scale",
+            "cases": [{"key": k, "title": k, "situation": {"caller": "a caller", "wants": "help"}} for k in CASES],
+            "suites": [{
+                "key": "calls", "name": "calls", "target": {"call_set": "calls.jsonl"}, "cases": CASES,
+                "assertions": [{"key": f"key_{k}", "mechanism": m, "params": p} for k, (m, p) in enumerate(assertions)],
+            }],
+        }],
+    }
+
+
 def build(home: Path, runs: int, calls: int) -> dict[str, Any]:
     """The workspace under ``home``: the bundle, the call set, ``runs`` runs to their end."""
     from assay.core.settings import Settings
@@ -71,18 +87,7 @@ def build(home: Path, runs: int, calls: int) -> dict[str, Any]:
 
     home.mkdir(parents=True)
     write_call_set(home / "calls.jsonl", calls)
-    bundle = {
-        "schema": "assay.bundle/v1",
-        "teams": [{
-            "id": "scale", "name": "Scale",
-            "cases": [{"key": k, "title": k, "situation": {"caller": "a caller", "wants": "help"}} for k in CASES],
-            "suites": [{
-                "key": "calls", "name": "calls", "target": {"call_set": "calls.jsonl"}, "cases": CASES,
-                "assertions": [{"key": f"key_{k}", "mechanism": m, "params": p} for k, (m, p) in enumerate(ASSERTIONS)],
-            }],
-        }],
-    }
-    (home / "bundle.yaml").write_text(yaml.safe_dump(bundle, sort_keys=False))
+    (home / "bundle.yaml").write_text(yaml.safe_dump(bundle(ASSERTIONS), sort_keys=False))
     started = time.perf_counter()
     ws = Workspace(Settings(home=home / "ws"), upgrade=True)
     try:

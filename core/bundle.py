@@ -37,7 +37,7 @@ from .bundle_models import (
 )
 from .bundle_rules import consistency_problems, location_path, pydantic_problems, resolve_targets, vendor_problems
 from .bundle_templates import template_problems
-from .bundle_input import InputLimits, InputProblem, hostile_values, read_capped, utf8
+from .bundle_input import InputLimits, InputProblem, hostile_values, read_capped, resolved, utf8
 from .errors import BundleError
 from .tool_mocks import bundle_problems as tool_mock_problems
 
@@ -68,7 +68,11 @@ def read_bundle(path: str | Path, limits: InputLimits | None = None) -> Bundle:
 
 def validate_bundle(raw: Any, file: str, base_dir: Path | None = None, limits: InputLimits | None = None) -> Bundle:
     """Validate a parsed bundle; target paths resolve against ``base_dir`` (default: the file's folder)."""
-    base_dir = base_dir or Path(file).resolve().parent
+    if base_dir is None:
+        try:
+            base_dir = resolved(Path(file)).parent
+        except InputProblem as exc:
+            raise BundleError(file, [("", str(exc))]) from None
     limits = limits or InputLimits.from_settings()
     hostile = hostile_values(raw, limits.max_nesting)
     if hostile:  # first: the other checks walk the document, and would trip on what this refuses

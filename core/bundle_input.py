@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 __all__ = [
-    "InputLimits", "InputProblem", "dotted", "hostile_values", "iter_lines", "read_capped", "refuse_special", "utf8",
+    "InputLimits", "InputProblem", "dotted", "hostile_values", "iter_lines", "read_capped", "refuse_special",
+    "resolved", "utf8",
 ]  # fmt: skip
 
 Location = tuple[str | int, ...]
@@ -71,6 +72,17 @@ def refuse_special(path: Path) -> os.stat_result:
         kind = "a socket" if stat.S_ISSOCK(st.st_mode) else kind
         raise InputProblem(f"{path} is {kind}, not a regular file; name a regular file")
     return st
+
+
+def resolved(path: Path) -> Path:
+    """``path`` made absolute with its links followed; a link loop is an :class:`InputProblem` naming the path
+    (Python's own error for it is a bare ``RuntimeError``)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:
+        why = "a symbolic link that leads back to itself" if isinstance(exc, RuntimeError) else str(exc)
+        raise InputProblem(f"{path} cannot be followed ({why}); point the link at a file, or name the file "
+                           "itself") from None
 
 
 def read_capped(path: Path, cap: int, setting: str) -> bytes:

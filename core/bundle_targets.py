@@ -16,7 +16,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from .bundle_input import InputLimits, InputProblem, dotted, hostile_values, read_capped, refuse_special, utf8
+from .bundle_input import (
+    InputLimits, InputProblem, dotted, hostile_values, read_capped, refuse_special, resolved, utf8,
+)  # fmt: skip
 from .callset import explain
 from .errors import BundleError, SchemaVersionError
 from .exam import exam_digest, load_exam, unreviewed
@@ -29,14 +31,14 @@ _FIX = "put the file inside the bundle's folder ({base}) and name it relative to
 def target_path(base_dir: Path, named: str, *, folder: bool = False) -> Path:
     """The resolved path of a target named ``named``; :class:`InputProblem` when it leaves ``base_dir``, or
     is not a regular file (``folder``: not a directory)."""
-    base = base_dir.resolve()
+    base = resolved(base_dir)
     fix = _FIX.format(base=base)
     if "\x00" in named:
         raise InputProblem(f"the path {named!r} holds a NUL character; {fix}")
     relative = Path(named)
     if relative.is_absolute():
         raise InputProblem(f"{named} is an absolute path; {fix}")
-    full = (base / relative).resolve()
+    full = resolved(base / relative)
     if not full.is_relative_to(base):
         how = "through '..'" if ".." in relative.parts else f"through a link (it resolves to {full})"
         raise InputProblem(f"{named} leads outside the bundle's folder {how}; {fix}")

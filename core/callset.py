@@ -16,9 +16,10 @@ A call set is a JSON Lines file (UTF-8), one recorded call per line; blank lines
 
 The format is defined once, here: :data:`LINE` and its sub-models declare every field with its kind
 and documentation. Only the required fields must be present; any other may be omitted or null. Any
-other top-level, tool-call or evaluation key is refused (a turn's other keys are ignored), and so is
-the whole file if one line is bad: the error names the file, each bad line, the field and what is
-allowed. The rules run in two forms derived from these declarations: :func:`check_line` says what is
+other top-level, tool-call or evaluation key is refused (a turn's other keys are ignored). An
+evaluation's score must lie on its scale, its scale must run upwards, and its name must be unique
+within the call (:data:`EVALUATION`'s rules). The whole file is refused if one line is bad: the error
+names the file, each bad line, its call id, the field and what is allowed. The rules run in two forms derived from these declarations: :func:`check_line` says what is
 wrong with one line, and :func:`scan_sql` finds the bad lines of a whole file at once.
 """
 
@@ -30,7 +31,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from .callset_kinds import AMOUNT, BOOLEAN, CASE, ENUM, JSON, KEY, LIST, NUMBER, OBJECT, TEXT, TIMESTAMP, Field, Model
+from .callset_kinds import (
+    AMOUNT, BOOLEAN, CASE, ENUM, JSON, KEY, LIST, NUMBER, OBJECT, TEXT, TIMESTAMP, Field, Model, Rule,
+)  # fmt: skip
 from .bundle_input import InputLimits, InputProblem, dotted, hostile_values, iter_lines, utf8
 from .callset_kinds import kind_of
 from .callset_rules import problems
@@ -62,12 +65,37 @@ TOOL_CALL = Model("tool call", fields=(
     Field("t", NUMBER, "Seconds from the start of the call.", label=_SECONDS),
 ))  # fmt: skip
 
-EVALUATION = Model("evaluation", fields=(
-    Field("name", KEY, "The vendor's name for what it judged (a guardrail, a scorer).", required=True),
+
+def _scale_order(e: dict[str, Any]) -> str | None:
+    """A scale runs upwards: a reversed one would read every score as off the scale, or upside down."""
+    if float(e["scale_min"]) <= float(e["scale_max"]):
+        return None
+    return (f"scale_min {e['scale_min']!r} is above scale_max {e['scale_max']!r}; the scale runs from scale_min "
+            "up to scale_max: swap them")
+
+
+def _on_scale(e: dict[str, Any]) -> str | None:
+    """A score lies on its scale, which the lake also requires: refused here, it is refused at ``assay load``
+    rather than after the run reported its first batches."""
+    low, high = float(e["scale_min"]), float(e["scale_max"])
+    if low > high or low <= float(e["score"]) <= high:  # a reversed scale is scale_min's problem
+        return None
+    return (f"{e['score']!r} is outside the scale {e['scale_min']!r}..{e['scale_max']!r}; give the score on the "
+            "vendor's scale, or the scale the vendor scored on")
+
+
+EVALUATION = Model("evaluation", rules=(
+    Rule("scale_min", ("scale_min", "scale_max"), _scale_order, lambda v: f"{v('scale_min')} <= {v('scale_max')}"),
+    Rule("score", ("score", "scale_min", "scale_max"), _on_scale,
+         lambda v: f"{v('scale_min')} > {v('scale_max')} OR {v('score')} BETWEEN {v('scale_min')} AND {v('scale_max')}"),
+), fields=(
+    Field("name", KEY, "The vendor's name for what it judged (a guardrail, a scorer); unique within the call.",
+          required=True, unique=True),
     Field("evaluator", KEY, "Who judged, as ``<vendor>:<what>`` such as ``hamming:guardrail``.", required=True),
     Field("verdict", ENUM, "The vendor's categorical verdict, if it gives one.", values=VERDICTS),
-    Field("score", NUMBER, "The vendor's score, if it gives one, on ``scale_min``..``scale_max``."),
-    Field("scale_min", NUMBER, "The low end of the vendor's scale."),
+    Field("score", NUMBER, "The vendor's score, if it gives one, on ``scale_min``..``scale_max`` (inclusive) "
+          "when both are given."),
+    Field("scale_min", NUMBER, "The low end of the vendor's scale, at most ``scale_max``."),
     Field("scale_max", NUMBER, "The high end of the vendor's scale."),
     Field("rationale", TEXT, "Why, in the vendor's words."),
     Field("raw", OBJECT, "The vendor's evaluation object as received; secrets in it are redacted."),
@@ -161,7 +189,9 @@ def explain(
                     raw = raw[len(codecs.BOM_UTF8) :]
                 call = _parse(number, raw, found)
             if call is not None:
-                found.extend((number, field, what) for field, what in check_line(call, case_keys, limits.max_nesting))
+                named = _call_named(call)
+                found.extend((number, field, what + named)
+                             for field, what in check_line(call, case_keys, limits.max_nesting))  # fmt: skip
             for f in unique if isinstance(call, dict) else ():
                 value = call.get(f.name)
                 if value is None or f.kind.check(f, value, True, case_keys):
@@ -175,6 +205,12 @@ def explain(
             if len(found) > limit:
                 return found[:limit], True
     return found, False
+
+
+def _call_named(call: Any) -> str:
+    """`` (call 'c-7')`` when the line names its call, so a problem can be found by the id the vendor shows too."""
+    call_id = call.get("call_id") if isinstance(call, dict) else None
+    return f" (call {call_id!r})" if isinstance(call_id, str) and call_id else ""
 
 
 def _parse(number: int, raw: bytes, found: list[Problem]) -> Any:

@@ -2,7 +2,8 @@
 
 A :class:`Kind` holds one rule in both of its forms: ``sql``, a DuckDB predicate that the bulk load
 runs on every line at once, and ``check``, the Python function that says what is wrong with one
-value. A :class:`Field` gives a name, a kind and a documentation to one key of a :class:`Model`;
+value. A :class:`Field` gives a name, a kind and a documentation to one key of a :class:`Model`; a
+:class:`Rule` relates several fields of one object (a score on its scale), again in both forms.
 :mod:`.callset_rules` walks a model in both forms alike, and :mod:`.callset` declares the models.
 
 In SQL a field's value ``v`` is read from the line as its kind's ``carrier`` type (``JSON``, whose
@@ -22,7 +23,7 @@ from typing import Any, Literal
 
 __all__ = [
     "AMOUNT", "BOOLEAN", "CASE", "ENUM", "JSON", "KEY", "LIST", "NUMBER", "OBJECT", "TEXT", "TIMESTAMP",
-    "TIMESTAMP_PATTERN", "Field", "Kind", "Model", "kind_of", "sql_in", "sql_list", "sql_str",
+    "TIMESTAMP_PATTERN", "Field", "Kind", "Model", "Rule", "kind_of", "sql_in", "sql_list", "sql_str",
 ]  # fmt: skip
 
 _YEAR = r"(\d{3}[1-9]|\d\d[1-9]\d|\d[1-9]\d\d|[1-9]\d{3})"  # 0001-9999: Python has no year 0, DuckDB does
@@ -195,7 +196,7 @@ class Field:
     default: Any = None
     """What the bulk load stores for a missing or null value."""
     unique: bool = False
-    """No two lines of a file may share the value."""
+    """No two lines of a file may share the value; in a list item's model, no two items of one list."""
     label: str = ""
     """How messages name a good value, when the kind's words are not precise enough."""
     needs: str = ""
@@ -218,17 +219,41 @@ class Field:
 
 
 @dataclass(frozen=True)
+class Rule:
+    """A rule across fields of one object, in SQL and in Python, tried once each field it reads is good.
+
+    The two forms see the fields as the kinds give them: ``check`` the parsed JSON values (numbers are
+    compared as floats, as DuckDB compares them), ``sql`` the object as a struct of carriers."""
+
+    field: str
+    """The field a message names (the one to fix)."""
+    reads: tuple[str, ...]
+    """The fields the rule compares; it holds when any of them is missing or null."""
+    check: Callable[[dict[str, Any]], str | None]
+    """What is wrong with an object whose ``reads`` are all present and good, or None."""
+    sql: Callable[[Callable[[str], str]], str]
+    """A DuckDB predicate, given a function from a field name to the SQL of its value as a DOUBLE."""
+
+
+@dataclass(frozen=True)
 class Model:
     """An object of a call set: its fields, and whether other keys are refused or ignored."""
 
     name: str
     fields: tuple[Field, ...]
     extra: Literal["forbid", "ignore"] = "forbid"
+    rules: tuple[Rule, ...] = ()
+    """Rules across fields, checked after each field's own."""
     names: tuple[str, ...] = field(init=False)
     """The field names, in declaration order."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(f.name for f in self.fields))
+        for rule in self.rules:
+            kinds = {f.name: f.kind for f in self.fields}
+            if rule.field not in kinds or any(kinds.get(n) not in (NUMBER, AMOUNT) for n in rule.reads):
+                raise ValueError(f"{self.name}: a rule names {rule.field!r} and compares {rule.reads}; "
+                                 "it must name a field of the model and compare numbers")
         for f in self.fields:
             if f.needs and (f.needs not in self.names or f.needs == f.name):
                 raise ValueError(f"{self.name}.{f.name}: needs {f.needs!r}, which is no other field of the model")

@@ -2,8 +2,9 @@
 
 The two walkers apply the same structure to a :class:`~.callset_kinds.Model`: unknown keys refused
 when the model forbids them, a missing or null optional field accepted, a required one refused,
-every other value judged by its kind (and refused without the field it ``needs``), and a list field's
-items each checked against its sub-model.
+every other value judged by its kind (and refused without the field it ``needs``), the model's
+rules across fields (:class:`~.callset_kinds.Rule`), and a list field's items each checked against its
+sub-model, with a ``unique`` field of the items told apart within the list.
 Neither walker knows any field or kind by name (a list field aside, whose items they visit), so a
 rule cannot exist in one form and not the other.
 """
@@ -14,7 +15,7 @@ import json
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from .callset_kinds import LIST, Field, Model, kind_of, sql_in, sql_list, sql_str
+from .callset_kinds import LIST, NUMBER, Field, Model, kind_of, sql_in, sql_list, sql_str
 
 __all__ = ["problems", "scan_sql"]
 
@@ -25,6 +26,7 @@ def problems(model: Model, obj: dict[str, Any], where: str, cases: Collection[st
         for key in obj:
             if key not in model.names:
                 yield f"{where}{key}", f"unknown field; allowed fields are {', '.join(model.names)}"
+    bad: set[str] = set()
     for f in sorted(model.fields, key=lambda f: f.model is not None):
         value = obj.get(f.name)
         if value is None and not f.required:
@@ -33,14 +35,37 @@ def problems(model: Model, obj: dict[str, Any], where: str, cases: Collection[st
         if not problem and f.needs and obj.get(f.needs) is None:
             problem = f"given without {f.needs}: give both or neither"
         if problem:
+            bad.add(f.name)
             yield f"{where}{f.name}", problem
         elif f.model:
-            for i, item in enumerate(value):
-                at = f"{where}{f.name}[{i}]"
-                if isinstance(item, dict):
-                    yield from problems(f.model, item, at + ".", cases)
-                else:
-                    yield at, f"expected an object, got {kind_of(item)}"
+            yield from _items(f, value, f"{where}{f.name}", cases)
+    for rule in model.rules:
+        if not bad & set(rule.reads) and all(obj.get(n) is not None for n in rule.reads):
+            problem = rule.check(obj)
+            if problem:
+                yield f"{where}{rule.field}", problem
+
+
+def _items(f: Field, items: list[Any], at: str, cases: Collection[str]) -> Iterator[tuple[str, str]]:
+    """The problems of a list field's items, then of a ``unique`` field shared by two of them."""
+    assert f.model is not None
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            yield from problems(f.model, item, f"{at}[{i}].", cases)
+        else:
+            yield f"{at}[{i}]", f"expected an object, got {kind_of(item)}"
+    for u in (g for g in f.model.fields if g.unique):
+        first: dict[str, int] = {}
+        for i, item in enumerate(items):
+            value = item.get(u.name) if isinstance(item, dict) else None
+            if value is None or u.kind.check(u, value, True, cases):
+                continue
+            seen = json.dumps(value, sort_keys=True)
+            if seen in first:
+                yield (f"{at}[{i}].{u.name}", f"{value!r} is already the {u.name} of {at}[{first[seen]}]; "
+                       f"{u.name}s must be unique within a line's {f.name}: rename one or drop the duplicate")
+            else:
+                first[seen] = i
 
 
 def _predicate(model: Model, var: str) -> str:
@@ -61,12 +86,18 @@ def _predicate(model: Model, var: str) -> str:
                 checks.append(_none(keys, _unknown("x", f.model) + " > 0"))
             if _type_checked(f.model):
                 checks.append(_none(types, "x <> 'OBJECT'"))
+            for u in (g for g in f.model.fields if g.unique):  # list_distinct drops NULLs, as the check skips them
+                values = f"list_transform({items}, lambda x: {u.kind.out('x.' + _ident(u.name))})"
+                checks.append(f"coalesce(len(list_distinct({values})) = len(list_filter({values}, "
+                              "lambda y: y IS NOT NULL)), true)")
             good = " AND ".join(checks)
         else:
             good = f.kind.sql(v, f)
         if f.needs:
             good = f"{good} AND {var}.{_ident(f.needs)} IS NOT NULL"
         parts.append(f"({v} IS NOT NULL AND {good})" if f.required else f"({v} IS NULL OR ({good}))")
+    for rule in model.rules:  # NULL (a field missing, or not a number: its own check says so) holds
+        parts.append(f"coalesce({rule.sql(lambda name: NUMBER.out(f'{var}.{_ident(name)}'))}, true)")
     return " AND ".join(parts)
 
 

@@ -39,6 +39,7 @@ from .document_upkeep import (
     LakeCompactDoc,
     LakeMigrateDoc,
     LakeVacuumDoc,
+    LakeVerifyDoc,
     ProjectDoc,
     ReapDoc,
 )
@@ -49,7 +50,7 @@ BODIES: dict[str, tuple[type[BaseModel], ...]] = {
     "assay.run": (RunDoc,), "assay.runs": (RunsDoc,), "assay.verdicts": (VerdictsDoc,), "assay.judge": (JudgeDoc,),
     "assay.rejudge": (RejudgeDoc,), "assay.rescore": (RescoreDoc,), "assay.reap": (ReapDoc,),
     "assay.collect": (CollectDoc,), "assay.lake.migrate": (LakeMigrateDoc,), "assay.lake.compact": (LakeCompactDoc,),
-    "assay.lake.vacuum": (LakeVacuumDoc,), "assay.judge-agreement": (JudgeAgreementDoc,),
+    "assay.lake.vacuum": (LakeVacuumDoc,), "assay.lake.verify": (LakeVerifyDoc,), "assay.judge-agreement": (JudgeAgreementDoc,),
     "assay.judge-noise": (JudgeNoiseDoc,), "assay.demo": (DemoDoc,),
     "assay.show": (ShowDoc,), "assay.diff": (DiffDoc,), "assay.bench": (BenchDoc,),
     "assay.server.start": (ServerStartDoc,), "assay.server.stop": (ServerStopDoc,),

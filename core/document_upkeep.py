@@ -1,5 +1,5 @@
 """The bodies of the documents about upkeep and the demo: ``assay.reap``, ``assay.collect``,
-``assay.lake.migrate``, ``assay.lake.compact``, ``assay.lake.vacuum``, ``assay.judge-agreement`` and
+``assay.lake.migrate``, ``assay.lake.compact``, ``assay.lake.vacuum``, ``assay.lake.verify``, ``assay.judge-agreement`` and
 ``assay.demo``."""
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ class ReapDoc(Body):
     """Timed out: never started."""
     finalised_released: list[str]
     """Left released: judged and finalised."""
+    finalisation_deferred: list[str]
+    """Left released: not finalised for a failure that passes (a full disk); the next reap tries again."""
     scratch_deleted: list[str]
     """Vendor objects left by dead runs, deleted."""
     scratch_failed: list[str]
@@ -99,6 +101,27 @@ class LakeVacuumDoc(Body):
     """Superseded files past the grace period."""
     unnamed: int
     """Files no manifest entry names, past the grace period."""
+
+
+class BadLakeFile(Body):
+    """A listed lake file that is not what the manifest says."""
+
+    table: str
+    team_id: str
+    date: str
+    address: str
+    """Where the file is (a local path, or its URL on an object store)."""
+    what: str
+    """What differs: missing, its size, its footer, its columns or its sha256."""
+
+
+class LakeVerifyDoc(Body):
+    """``assay lake verify``: every listed file checked against the manifest."""
+
+    checked: int
+    """Files checked."""
+    bad: list[BadLakeFile]
+    """The files that differ; readers of their partitions are refused until they are restored."""
 
 
 class LabelledVerdict(Body):

@@ -20,6 +20,7 @@ The steps, in the order a piece of evidence passes them:
 - ``legacy.staged`` / ``legacy.recorded``: a legacy import's files are written, its transaction has not
   begun / its rows and manifest entries are inserted, not committed;
 - ``finalise.judged``: a run is judged (its outcomes committed), not yet finalised;
+- ``rejudge.run_committed``: a re-judge's pass over one run is committed, the suite's other runs not yet judged;
 - ``scratch.intended`` / ``scratch.created``: a runner's scratch object is named in the catalog, not yet
   created at the vendor / created at the vendor, its id not yet recorded.
 """
@@ -35,6 +36,7 @@ STEPS: tuple[str, ...] = (
     "report.staged", "report.recorded", "judge.staged", "judge.recorded", "rescore.staged",
     "compact.staged", "compact.recorded", "vacuum.forgotten", "scratch.intended", "scratch.created",
     "load.written", "finalise.judged", "projection.staged", "projection.recorded", "legacy.staged", "legacy.recorded",
+    "rejudge.run_committed",
 )
 """Every named step; a test that names another is refused."""
 

@@ -6,6 +6,12 @@ a simulated conversation the vendor answers after two minutes, a poll that waits
 work the vendor did then is ours to store, so nothing may take the run away meanwhile. A lease the
 keeper cannot renew (the run's deadline passed, another owner took it) is dropped from its care and the
 failure kept: the worker meets it when it next uses the lease (:meth:`LeaseKeeper.lease`).
+
+The keeper is held for the whole of a drive, so it also covers the work between two reports: a runner
+preparing a large first batch (parsing a call set, assembling rows) and the ledger staging its files. A
+renewal that fails for any other reason (the catalog briefly unreachable or locked) is logged and tried
+again at the next tick: the lease is lost only when the catalog says so, never because one renewal met a
+passing fault, and a keeper thread that died would leave the lease to lapse behind the worker's back.
 """
 
 from __future__ import annotations
@@ -93,6 +99,10 @@ class LeaseKeeper:
                 except LeaseError as exc:  # the worker finds out when it next uses the lease
                     if self._lose(lease, exc):
                         log.warning("run %s: could not renew the lease while waiting: %s", lease.run_id, exc)
+                    continue
+                except Exception as exc:  # a passing fault (the catalog unreachable, locked): the next tick retries
+                    log.warning("run %s: renewing the lease failed, trying again in %.1f s: %s: %s",
+                                lease.run_id, self.ttl / 4, type(exc).__name__, exc)
                     continue
                 self._renewed(lease, renewed)
 

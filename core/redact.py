@@ -8,9 +8,11 @@ that looks like a credential is replaced by ``"[redacted]"`` on the way in:
   stays ``null``); every other string goes through :func:`redact_text`.
 - :func:`redact_text` replaces only the secret spans inside free text (:data:`~assay.core.secrets.TEXT_RULES`):
   ``"sent Authorization: Bearer eyJ..."`` becomes ``"sent Authorization: Bearer [redacted]"``.
-- :func:`redact_report` applies both to every free-text and structured field of a runner's report;
-  the ledger calls it before anything is written. Loading calls :func:`redact` on case content and
-  stored targets, and judging on the judge's reasons.
+- :func:`redact_report` applies both to every string field of a runner's report (JSON text parsed,
+  so a payload's keys count at any depth); the ledger calls it before anything is written. Loading
+  applies them to every name, title, description and content of a bundle (a key cannot be rewritten,
+  so one that looks like a credential is refused), ``assay calls import`` to the calls it writes, and
+  judging to the judge's reasons.
 - :func:`mask_url` is for printing: a URL with its password replaced by ``***``.
 
 The rules are deliberately broad: losing a harmless value costs less than keeping a key. Bulk
@@ -86,10 +88,9 @@ def mask_url(url: str) -> str:
 
 # --- reports -------------------------------------------------------------------------------------
 
-_TEXT = ("error", "rationale")
 _JSON = ("artefact", "provider_payload", "raw")
-_NESTED = {"transcript": {"text": "text"}, "tool_calls": {"arguments": "json", "result": "json"}}
-"""Per list-of-structs column: its string fields, and whether each holds JSON text or free text."""
+_NESTED_JSON = {"tool_calls": ("arguments", "result")}
+"""The string columns (and list-of-structs fields) that hold JSON text; every other string is free text."""
 
 
 def _json_text(text: str | None) -> str | None:
@@ -127,12 +128,11 @@ def _strings(array: "pa.Array", fix: Any) -> "pa.Array":
     return pa.array(values, type=array.type)
 
 
-def _nested(column: "pa.ChunkedArray", fields: dict[str, Any]) -> "pa.ChunkedArray | pa.Array":
+def _nested(column: "pa.ChunkedArray", json_fields: tuple[str, ...]) -> "pa.ChunkedArray | pa.Array":
     """A list-of-structs column (transcript, tool calls) with its string fields redacted.
 
-    Only the string fields are rebuilt, and in them only the suspect values are touched: a report of
-    100,000 turns took ~0.2 s on 2 cores when little in it looks like a secret, ~1 s when every turn
-    holds a trigger word (``docs/decisions/secret-redaction.md``)."""
+    Only the string fields are rebuilt, and in them only the suspect values are touched, so a long
+    transcript with nothing secret-looking in it costs a pattern match per turn."""
     import pyarrow as pa
 
     lists = column.combine_chunks()
@@ -142,7 +142,7 @@ def _nested(column: "pa.ChunkedArray", fields: dict[str, Any]) -> "pa.ChunkedArr
     children = [items.field(i) for i in range(items.type.num_fields)]
     names = [items.type.field(i).name for i in range(items.type.num_fields)]
     fixed = [
-        _strings(child, _json_text if fields.get(name) == "json" else redact_text) if name in fields else child
+        _strings(child, _json_text if name in json_fields else redact_text) if _is_text(child.type) else child
         for name, child in zip(names, children, strict=True)
     ]
     if all(new is old for new, old in zip(fixed, children, strict=True)):
@@ -153,25 +153,39 @@ def _nested(column: "pa.ChunkedArray", fields: dict[str, Any]) -> "pa.ChunkedArr
                                     mask=lists.is_null() if lists.null_count else None)  # fmt: skip
 
 
+def _is_text(kind: "pa.DataType") -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def _is_struct_list(kind: "pa.DataType") -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and pa.types.is_struct(kind.value_type)
+
+
 def _table(table: "pa.Table") -> "pa.Table":
-    for name in table.column_names:
-        if name in _TEXT:
-            new = _cells(table[name], redact_text)
-        elif name in _JSON:
-            new = _cells(table[name], _json_text)
-        elif name in _NESTED:
-            new = _nested(table[name], _NESTED[name])
+    """Every string column, and every string field of a list of structs, by its kind: JSON text
+    (:data:`_JSON`, :data:`_NESTED_JSON`) parsed and redacted by key and text, the rest as free text.
+    Walking the schema rather than a list of names means a column added later is covered too."""
+    for i, f in enumerate(table.schema):
+        if _is_text(f.type):
+            new = _cells(table[f.name], _json_text if f.name in _JSON else redact_text)
+        elif _is_struct_list(f.type):
+            new = _nested(table[f.name], _NESTED_JSON.get(f.name, ()))
         else:
             continue
-        if new is not table[name]:
-            table = table.set_column(table.column_names.index(name), name, new)
+        if new is not table[f.name]:
+            table = table.set_column(i, f, new)
     return table
 
 
 def redact_report(report: "Report") -> "Report":
-    """``report`` with every free-text and structured field redacted: transcript text, tool-call
-    arguments and results, errors, artefacts, provider payloads, evaluation rationales and raw objects,
-    and the report's meta. Columns with nothing suspect are kept as they are (no copy)."""
+    """``report`` with every string field redacted: transcript text, tool-call names, arguments and
+    results, errors, artefacts, provider references and payloads (keys at any depth), evaluation names,
+    rationales and raw objects, and the report's meta. Columns with nothing suspect are kept as they
+    are (no copy)."""
     from dataclasses import replace
 
     return replace(report, case_runs=_table(report.case_runs), evaluations=_table(report.evaluations),

@@ -5,9 +5,11 @@ Two kinds of rule, because secrets reach us in two shapes:
 - **Keys.** A mapping key names a secret when its last word (after splitting ``camelCase``, ``-``,
   ``_``, ``.`` and spaces) is one of :data:`SECRET_WORDS` (``accessToken``, ``client_secret``,
   ``x-api-key``, ``passwd``, ``Set-Cookie``), or it is one of the glued forms in :data:`SECRET_KEYS`
-  (``apikey``). ``key`` alone, and ``<word>_key`` where the word says the key is an identifier
-  (``case_key``, ``primary_key``, ``public_key``), are not secrets: this project names its own
-  identifiers ``*_key``.
+  (``apikey``), or ends in one (``PHPSESSID``, ``connect.sid``, ``sessionId``: a session cookie is a
+  login, whoever holds it is signed in). ``session_id`` spelt with a separator is the exception: an agent
+  harness and this project name a conversation's id so (an exam's source session), not a cookie. ``key`` alone, and ``<word>_key`` where the word says the key
+  is an identifier (``case_key``, ``primary_key``, ``public_key``), are not secrets: this project names
+  its own identifiers ``*_key``.
 - **Text.** :data:`TEXT_RULES` find a secret *inside* free text (a transcript, an error, a log line):
   provider keys by their published prefixes, JWTs, ``Authorization``/``Cookie`` headers, ``Bearer``
   and ``Basic`` credentials, a URL's password, private-key blocks, ``mysql -p…``, password flags (a
@@ -39,9 +41,12 @@ SECRET_WORDS: frozenset[str] = frozenset(
 """A key whose last word is one of these is secret (``openai_key``, ``refreshToken``, ``x-vapi-secret``)."""
 
 SECRET_KEYS: frozenset[str] = frozenset(
-    {"apikey", "api_key", "connectionstring", "privatekey", "accesskey", "pgpassword"}
-)
-"""Glued keys that are secret as a whole (compared in lower case, separators removed)."""
+    {
+        "apikey", "api_key", "connectionstring", "privatekey", "accesskey", "pgpassword",
+        "sessionid", "sessid", "phpsessid", "jsessionid", "connectsid",
+    }
+)  # fmt: skip
+"""Glued keys that are secret as a whole or as the end of a key (compared in lower case, separators removed)."""
 
 IDENTIFIER_PREFIXES: frozenset[str] = frozenset(
     {
@@ -65,8 +70,9 @@ def is_secret_key(key: str) -> bool:
     words = key_words(key)
     if not words:
         return False
-    if "".join(words) in SECRET_KEYS:
-        return True
+    glued = next(("".join(words[i:]) for i in range(len(words)) if "".join(words[i:]) in SECRET_KEYS), None)
+    if glued is not None:
+        return glued != "sessionid" or "sessionid" in key.lower()  # ``session_id`` names a conversation
     last = words[-1]
     if last not in SECRET_WORDS:
         return False
@@ -133,6 +139,7 @@ URL_PASSWORD = re.compile(r"(?<=://)([^\s/:@\"'<>]*):(?!\[redacted\])[^\s/@\"'<>
 
 _NAMED = (
     "key", "token", "secret", "passw", "pwd", "passphrase", "cookie", "authorization", "credential", "auth", "dsn",
+    "sess", "connect.sid",
 )  # fmt: skip
 
 TEXT_RULES: tuple[TextRule, ...] = (
@@ -174,13 +181,15 @@ TEXT_RULES: tuple[TextRule, ...] = (
         rf"\1{REDACTED}"),
     TextRule("named value", _NAMED, re.compile(
         r"(?i)(?<![A-Za-z0-9_\-.])(?P<name>[A-Za-z0-9_\-.]*(?:key|token|secret|passw(?:or)?d|pwd|passphrase|cookie"
-        r"|authorization|credentials?|auth|dsn))[\"']?\s*(?::(?!//)|=)\s*[\"']?(?P<value>[^\s\"',;&}\]]+)"),
+        r"|authorization|credentials?|auth|dsn|sess(?:ion)?_?id|connect\.sid))[\"']?\s*(?::(?!//)|=)\s*[\"']?"
+        r"(?P<value>[^\s\"',;&}\]]+)"),
         _named_value),
 )  # fmt: skip
 """The text rules, in the order they are applied."""
 
-KEY_TRIGGERS: tuple[str, ...] = (*sorted(SECRET_WORDS), "connection")
-"""Every secret key holds one of these in lower case (``connection`` for ``connection_string``)."""
+KEY_TRIGGERS: tuple[str, ...] = (*sorted(SECRET_WORDS), "connect", "sess")
+"""Every secret key holds one of these in lower case (``connect`` for ``connection_string`` and ``connect.sid``,
+``sess`` for ``session_id``)."""
 
 SUSPECT_PATTERN = "|".join(
     re.escape(word) for word in sorted({*KEY_TRIGGERS, *(t for rule in TEXT_RULES for t in rule.triggers)})

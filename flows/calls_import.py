@@ -13,7 +13,9 @@ which must be a case key of the suite. A matched call becomes a line of the call
 - passed, had no verdict, or did not execute: skipped, and listed with why.
 
 Nothing is written unless every call reads and every line checks (:func:`assay.core.callset.check_line`);
-each file is then replaced whole (a temporary file, then a rename). A call already in the call set, already
+each file is then replaced whole (a temporary file, then a rename). What is written is redacted first
+(:func:`assay.core.redact.redact`: transcripts, tool calls, payloads, the drafts' titles), as a call set
+and its drafts are files people share and commit. A call already in the call set, already
 drafted or already deleted as a draft is left alone, so importing the same export again changes nothing.
 """
 
@@ -115,10 +117,17 @@ def _why(call: ExportedCall, match: str, case: str | None) -> str:
 def import_calls(engine: sa.Engine, vendor: str, file: str, suite: str, out: str, *, match: str = MATCH_DEFAULT,
                  case: str | None = None, template: str | None = None, facts: str | None = None) -> dict[str, Any]:
     """Import ``file`` (``vendor``'s export) into the call set ``out`` of ``suite``; failing strangers as drafts."""
+    from assay.core.bundle_input import InputProblem, resolved
+    from assay.core.redact import redact
     from assay.core.template_facts import read_facts
 
     from .calls_review import drafts_path
 
+    for named in (file, out):
+        try:
+            resolved(Path(named))
+        except InputProblem as exc:
+            raise CallExportError(named, [str(exc)]) from None
     calls = read_export(vendor, file)
     with engine.connect() as conn:
         suite_name, case_keys = _suite(conn, suite)
@@ -146,7 +155,7 @@ def import_calls(engine: sa.Engine, vendor: str, file: str, suite: str, out: str
             continue
         key = case if case is not None else call.metadata.get(match)
         if isinstance(key, str) and key in case_keys:
-            line = {**call.line, "case": key}
+            line = redact({**call.line, "case": key})
             problems += [f"call {call_id}: {f or 'the line'}: {what}" for f, what in check_line(line, case_keys)]
             new_lines.append(line)
             body["matched"].append({"call_id": call_id, "case": key, "verdict": call.verdict})
@@ -159,8 +168,8 @@ def import_calls(engine: sa.Engine, vendor: str, file: str, suite: str, out: str
             body["skipped"].append({"call_id": call_id, "verdict": call.verdict, "reason": _why(call, match, case)
                                     + "; give --template KEY (and --facts FILE) to draft a regression case from it"})
         else:
-            draft = _draft(call, draft_key(tpl[0].key, call, taken), *tpl, team_facts, facts or "--facts FILE",
-                           _why(call, match, case))
+            draft = redact(_draft(call, draft_key(tpl[0].key, call, taken), *tpl, team_facts,
+                                  facts or "--facts FILE", _why(call, match, case)))
             problems += [f"draft {draft['key']}: {f}: {what}" for f, what in check_line(draft["call"], {draft["key"]})]
             taken.add(draft["key"])
             doc["drafts"].append(draft)

@@ -30,7 +30,7 @@ app = typer.Typer(
 runs_app = typer.Typer(help="The run ledger.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 
-_state = {"debug": False}
+_state: dict[str, Any] = {"debug": False}
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON document.")]
 
 
@@ -44,6 +44,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars and no library chatter.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
@@ -53,9 +54,39 @@ def _main(
     from .progress import configure
 
     configure(quiet=quiet, debug=debug)
-    from .workspace import load_settings, use_prefect_home
+    from .workspace import load_settings, require_home, use_prefect_home
 
-    use_prefect_home(load_settings(), debug)  # before any command imports Prefect, which reads it once
+    settings = load_settings()
+    command = ctx.invoked_subcommand
+    if command not in CREATE_WORKSPACE | WITHOUT_WORKSPACE and not _asks_for_help(ctx):
+        require_home(settings)  # before Prefect (or anything) can create a mistyped ASSAY_HOME
+    # before any command imports Prefect, which reads it once (and creates its home when it does)
+    use_prefect_home(settings, debug, inside_home=command in CREATE_WORKSPACE or settings.home.is_dir())
+
+
+CREATE_WORKSPACE = frozenset({"init", "demo", "ci"})
+"""The commands that create ASSAY_HOME when it does not exist."""
+WITHOUT_WORKSPACE = frozenset({
+    "version", "fake-vendors", "import-config", "export",
+    "sessions", "bless", "distil", "review", "calibrate",  # a repository's coding-agent sessions and exams
+    "run",  # creates it for an exam, as `assay ci` does; refuses a suite where it opens the workspace
+})
+"""The commands that need no workspace, or find out whether they do once they run (where ASSAY_HOME does not
+exist, Prefect's home is not put inside it). Every other one is refused at once there, before Prefect, which
+makes its home inside ASSAY_HOME when imported, could create the folder."""
+
+
+def _asks_for_help(ctx: typer.Context) -> bool:
+    """Whether the command line asks for help (``--help``, or a command group with no command) rather than
+    for work: help needs no workspace. The group's callback runs before click parses the rest, so this
+    reads the arguments :func:`main` was given."""
+    from typer.core import TyperGroup
+
+    args = _state.get("argv") or []
+    if "--help" in args:
+        return True
+    command = ctx.command.get_command(ctx, ctx.invoked_subcommand or "")  # type: ignore[attr-defined]
+    return isinstance(command, TyperGroup) and args[-1:] == [ctx.invoked_subcommand]
 
 
 def _console():
@@ -184,12 +215,17 @@ def reap(as_json: JsonOpt = False) -> None:
 
     result = orchestration.attend(orchestration.reap)
     if not _emit("assay.reap", result, as_json):
-        timed_out = {k: v for k, v in result.items() if not k.startswith("scratch_") and k != "finalised_released"}
+        finalising = ("finalised_released", "finalisation_deferred")
+        timed_out = {k: v for k, v in result.items() if not k.startswith("scratch_") and k not in finalising}
         n = sum(map(len, timed_out.values()))
         _console().print(f"timed out {n} run(s): " + ", ".join(f"{k} {len(v)}" for k, v in timed_out.items()))
         if result["finalised_released"]:
             _console().print(f"judged and finalised {len(result['finalised_released'])} run(s) left released: "
                              + ", ".join(result["finalised_released"]))
+        if result["finalisation_deferred"]:
+            _console().print(f"left {len(result['finalisation_deferred'])} released run(s) for the next reap (a "
+                             "failure that passes, such as a full disk; `assay runs show RUN` says which): "
+                             + ", ".join(result["finalisation_deferred"]))
         if result["scratch_deleted"] or result["scratch_failed"]:
             _console().print(f"deleted {len(result['scratch_deleted'])} vendor object(s) left by dead runs"
                              + "".join(f"; not deleted: {n}" for n in result["scratch_failed"]))
@@ -425,6 +461,7 @@ def _print_answer(answer) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point. Typer handles the command line (a malformed one exits 2); our errors end here."""
+    _state["argv"] = list(sys.argv[1:] if argv is None else argv)
     try:
         app(args=argv, prog_name="assay")
     except AssayError as exc:
@@ -462,6 +499,8 @@ def run_command() -> None:
     SQLite write-ahead log is replayed by the next open). Tests call :func:`main`, which never does this.
 
     The cyclic garbage collector runs less often here than Python's default (:data:`COLLECT_EVERY`).
+    When the workspace's Prefect server went away during the command, it ends as soon as :func:`main` has
+    (:func:`_server_went_away`).
     """
     gc.set_threshold(*COLLECT_EVERY)
     if not atexit._ncallbacks():  # a handler registered earlier would run after ours: then end as usual
@@ -470,8 +509,18 @@ def run_command() -> None:
         main()
     except SystemExit as done:
         _ended_with.append(done.code)
+        if _server_went_away():
+            _end_now()
         raise
     _ended_with.append(0)
+
+
+def _server_went_away() -> bool:
+    """Whether the Prefect server this command's flows reported to went away meanwhile (:mod:`.flow_context`).
+    Then the command ends at once, its work done: at exit Prefect would try to send every event it still
+    holds to the gone server, several seconds each, before the process could end."""
+    context = sys.modules.get("assay.flows.flow_context")
+    return context is not None and context.server_gone() is not None
 
 
 _ended_with: list[object] = []  # the exit status run_command's main ended with (SystemExit's code)

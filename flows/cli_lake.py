@@ -1,5 +1,5 @@
-"""``assay lake migrate|compact|vacuum``: keeping the evidence lake tidy (see the README's lake section);
-each calls its flow (:mod:`.upkeep_flows`)."""
+"""``assay lake migrate|compact|vacuum|verify``: keeping the evidence lake tidy (see the README's lake section);
+each but ``verify`` (a read, no flow) calls its flow (:mod:`.upkeep_flows`)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,40 @@ def lake_vacuum(as_json: JsonOpt = False) -> None:
     result = attend(vacuum)
     if not cli._emit("assay.lake.vacuum", result, as_json):
         cli._console().print(f"deleted {result['unnamed']} unlisted and {result['retired']} retired file(s)")
+
+
+@lake_app.command("verify")
+def lake_verify(
+    team: Annotated[str | None, typer.Option(help="Only this team's files.")] = None,
+    table: Annotated[str | None, typer.Option(help="Only this lake table (e.g. current_results).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check every listed file against the manifest: present, its size, footer, columns and sha256.
+
+    Prints each file that differs, its partition and what differs; exits 1 when any does (readers of
+    those partitions are refused until the files are restored from a backup).
+    """
+    from assay.storage.catalog.names import check_team
+    from assay.storage.lake import manifest
+
+    from . import cli
+
+    ws = cli._workspace()
+    if team:
+        with ws.engine.connect() as conn:
+            team = check_team(conn, team)
+    bad = ws.lake.verify(team=team, table=table)
+    with ws.engine.connect() as conn:
+        names = [ws.lake.table(table).name] if table else list(ws.lake.tables)
+        checked = sum(map(len, manifest.live_tables(conn, names, None if team is None else [team]).values()))
+    body = {"checked": checked, "bad": [{"table": p.table, "team_id": p.team_id, "date": p.date,
+                                         "address": p.address, "what": p.what} for p in bad]}
+    if not cli._emit("assay.lake.verify", body, as_json):
+        console = cli._console()
+        for p in bad:
+            console.print(f"bad: {p.table} team_id={p.team_id} date={p.date}: {p.address} {p.what}", highlight=False,
+                          soft_wrap=True, markup=False)
+        console.print(f"{len(bad)} of {checked} file(s) bad: restore them from a backup; readers of their partitions "
+                      "are refused until then" if bad else f"all {checked} listed file(s) match the manifest")
+    if bad:
+        raise typer.Exit(1)

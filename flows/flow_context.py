@@ -10,18 +10,24 @@ anything: there :func:`workspace` opens the workspace the worker's own environme
 process and settings, closed when the process exits. What such tasks take and return crosses processes,
 so it is plain data (ids, lists, dicts of counts). The live reporting below does not cross processes: a
 task on a Dask worker reports no progress and no receipts to the command line that started the flow.
+
+A command's flows outlive the workspace's Prefect server (:func:`outliving_server`): should it die while they
+run, they finish their work, whose record is the catalog and the lake, and the command is told what they returned.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import sqlalchemy as sa
 from prefect import flow, task
+from prefect.states import State
 
 from assay.core.errors import ConfigError
 from assay.core.runner import Receipt
@@ -115,12 +121,24 @@ def retry_if_transient(_task, _task_run, state) -> bool:
 def assay_flow(**options: Any) -> Any:
     """Prefect's ``flow`` decorator as every Assay flow uses it: with ``options``, results not persisted (a
     flow's record is the catalog and the lake), and their storage named (Prefect's local storage path, its
-    own default) so that no flow run asks the server for a default result storage, twice, as it starts."""
+    own default) so that no flow run asks the server for a default result storage, twice, as it starts.
+
+    What the flow returns is also kept for :func:`outliving_server`: when the server has gone away, Prefect
+    cannot record the flow run's final state and raises instead of returning it."""
     from pathlib import Path
 
     from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH
 
-    return flow(persist_result=False, result_storage=Path(PREFECT_RESULTS_LOCAL_STORAGE_PATH.value()), **options)
+    decorate = flow(persist_result=False, result_storage=Path(PREFECT_RESULTS_LOCAL_STORAGE_PATH.value()), **options)
+
+    def kept(fn: Callable[..., Any]) -> Any:
+        @functools.wraps(fn)
+        def returning(*args: Any, **kwargs: Any) -> Any:
+            return _keep(fn(*args, **kwargs))  # a module's function: Dask pickles this one with its flow, by value
+
+        return decorate(returning)
+
+    return kept
 
 
 def assay_task(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
@@ -196,3 +214,94 @@ def progress_of(part: str) -> Callable[[int, int, str], None] | None:
             report(sum(s[0] for s in same), sum(s[1] for s in same), unit)
 
     return tell
+
+
+# --- the Prefect server going away while a command uses it --------------------------------------------
+
+_returned = threading.local()
+"""What the last flow called in this thread returned (:func:`assay_flow`)."""
+_NOTHING = object()
+_gone: list[str] = []
+"""The Prefect servers (``http://host:port``) found gone, once a request to one was refused: later requests to
+it fail at once."""
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class ServerGone(httpx.TransportError):
+    """The Prefect server on loopback that this command's flows report to refused a connection: it is gone
+    (killed, stopped, its machine's port closed), and it will not be back on that port.
+
+    Not one of the errors Prefect's client retries, so nothing waits a minute of back-off for it; every later
+    request fails the same way at once. The flows' work (runs, evidence, verdicts) never needed the server:
+    their record is the catalog and the lake. What is lost is the server's record: flow-run states, events,
+    artifacts, tags."""
+
+
+class WatchedTransport(httpx.HTTPTransport):
+    """The transport of the Prefect client a command's flows use (``orchestration._plain_http_client``): a
+    refused connection to a server on loopback raises :class:`ServerGone`, and so does every request after."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        server = f"{request.url.scheme}://{request.url.host}:{request.url.port}"
+        if server in _gone:
+            raise ServerGone(f"the Prefect server at {server} went away", request=request)
+        try:
+            return super().handle_request(request)
+        except httpx.ConnectError as exc:
+            if request.url.host not in LOOPBACK:
+                raise  # another machine's server may be unreachable for a moment: Prefect retries it
+            _gone.append(server)
+            raise ServerGone(f"the Prefect server at {server} went away", request=request) from exc
+
+
+def _keep(value: Any) -> Any:
+    """Keep what a flow returned (:func:`assay_flow`): a failed state's exception (a failed gate) as it is now,
+    since Prefect swaps it for its record of it."""
+    failed = isinstance(value, State) and isinstance(value.data, BaseException)
+    _returned.value = value.data if failed else value
+    return value
+
+
+def server_gone() -> str | None:
+    """The Prefect API this process found gone, or None."""
+    return _gone[0] if _gone else None
+
+
+def to_server(call: Callable[[], Any]) -> None:
+    """Make a call to the Prefect API that the flow's record wants but its work does not need (an artifact,
+    the flow run's tags); once the server has gone away it is skipped, and the flow goes on."""
+    try:
+        call()
+    except ServerGone:
+        pass
+
+
+def outliving_server(job: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call the flow ``job``; when the server went away while it ran, what the flow returned all the same
+    (a returned failed state raises its exception, as Prefect would), after one line on standard error
+    saying so. A flow that did not reach its end raises :class:`ServerGone`."""
+    _returned.value = _NOTHING
+    try:
+        return job(*args, **kwargs)
+    except ServerGone:
+        value = getattr(_returned, "value", _NOTHING)
+        if value is _NOTHING or isinstance(value, State):  # not at its end, or ended in a state of its own making
+            raise
+        _say_gone()
+        if isinstance(value, BaseException):
+            raise value from None
+        return value
+    finally:
+        _returned.value = _NOTHING
+
+
+_told: list[str] = []
+
+
+def _say_gone() -> None:
+    """Say once per process that the server went away, and what that costs."""
+    if not _told:
+        _told.append(_gone[0])
+        print(f"note: the workspace's Prefect server ({_gone[0]}) went away during this command; its work is "
+              "done and recorded in the catalog, not in the server's UI (`assay server start` starts it again)",
+              file=sys.stderr, flush=True)

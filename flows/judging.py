@@ -21,7 +21,7 @@ import polars as pl
 import sqlalchemy as sa
 
 from assay.core.criteria import CriteriaSpec
-from assay.core.errors import HistoryError
+from assay.core.errors import ConcurrentWriteError, HistoryError
 from assay.core.names import listed
 from assay.core.plugins import registered
 from assay.storage.catalog.assertions import assignments, stamped_criteria
@@ -63,6 +63,11 @@ def judgeable(ws: Workspace, run_ids: Sequence[str]) -> list[str]:
     return [r for r in run_ids if r not in history]
 
 
+ATTEMPTS = 3
+"""How many times a pass is planned and written when other passes keep changing the same runs meanwhile
+(each refusal re-plans over what they committed: their results may now be carried)."""
+
+
 def judge_runs(
     ws: Workspace,
     run_ids: Sequence[str],
@@ -81,6 +86,9 @@ def judge_runs(
     ``progress(done, total, unit)`` hears how far the pass is: ``"case runs"`` judged (none once they
     are read, all once the pass, one transaction, is written) and, in between, the ``"judge answers"``
     received, one by one, when our judge is asked.
+
+    A pass refused because another pass on the same runs committed first (:class:`ConcurrentWriteError`)
+    is planned again over what that one wrote, up to :data:`ATTEMPTS` times.
     """
     run_ids = judgeable(ws, list(dict.fromkeys(run_ids)))
     lake = ws.lake
@@ -91,26 +99,45 @@ def judge_runs(
     tell(0, case_runs.height, "case runs")
     with ws.engine.connect() as conn:
         todo = assignments(conn, run_ids, case_runs)
+    judge = ws.settings.judge_model if ws.settings.judge_base_url else None
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            done = _one_pass(ws, run_ids, case_runs, evaluations, todo, judge, trigger=trigger, keys=keys,
+                             new_versions_only=new_versions_only, force=force, progress=progress)
+            break
+        except ConcurrentWriteError as exc:
+            if attempt == ATTEMPTS:
+                raise ConcurrentWriteError(
+                    f"judging {listed(run_ids)}: other passes changed these runs' current results {ATTEMPTS} times "
+                    "while this one was written, and it was planned again each time; nothing was written; "
+                    "judge again once the other passes are done") from exc
+    tell(case_runs.height, case_runs.height, "case runs")
+    return {"runs": len(run_ids), "case_runs": case_runs.height, **done}
+
+
+def _one_pass(
+    ws: Workspace, run_ids: Sequence[str], case_runs: pl.DataFrame, evaluations: pl.DataFrame, todo: pl.DataFrame,
+    judge: str | None, *, trigger: str, keys: Iterable[str] | None, new_versions_only: bool, force: bool,
+    progress: Callable[[int, int, str], None] | None,
+) -> dict[str, Any]:
+    """Plan the pass over the latest outcomes as they stand now, evaluate, write: one attempt of :func:`judge_runs`
+    (:class:`ConcurrentWriteError` when another pass on the same runs committed first)."""
     previous = (
         latest(ws.lake.scan("assertion_results", runs=run_ids).filter(_in("run_id", run_ids)))
         .select("case_run_id", "assertion_id", *STORED)
         .collect()
     )
-    judge = ws.settings.judge_model if ws.settings.judge_base_url else None
     versions = evaluator_versions()
     plan = plan_pass(todo, previous, versions=versions, judge=judge, keys=keys,
                      new_versions_only=new_versions_only, force=force)
     evaluated = evaluate(case_runs, evaluations, plan.fresh, supported_mechanisms(), judge)
-    asked = (lambda done, total: tell(done, total, "judge answers")) if progress else None
+    asked = (lambda done, total: progress(done, total, "judge answers")) if progress else None
     evaluated, spent = answer_rubrics(ws, evaluated, case_runs, judge, asked, plan.carried)  # cache, then requests
     results = pass_results(evaluated, plan.carried, versions)
     outcomes = new_outcomes(case_runs.select("case_run_id", "run_id", "case_key", "team_id", "date"), results, previous)
-    written = write_pass(lake, outcomes, results, trigger=trigger, judge=judge, summarise=key_counts)
-    tell(case_runs.height, case_runs.height, "case runs")
-    return {
-        "runs": len(run_ids), "case_runs": case_runs.height, "outcomes": written,
-        "evaluated": evaluated.height, "carried": plan.carried.height, "unjudged": plan.left_out, **spent,
-    }
+    written = write_pass(ws.lake, outcomes, results, trigger=trigger, judge=judge, summarise=key_counts)
+    return {"outcomes": written, "evaluated": evaluated.height, "carried": plan.carried.height,
+            "unjudged": plan.left_out, **spent}
 
 
 COVERAGE = ("counted", "excluded", "case_runs", "case_runs_counted")

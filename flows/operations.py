@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import socket
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from assay.core.errors import ConfigError, HistoryError, RunFinalisedError
+from assay.core.errors import ConfigError, HistoryError, LeaseError, RunFinalisedError
 from assay.core.failpoints import failpoint
 from assay.core.plugins import runner_class
 from assay.core.runner import DriveResult, Receipt, drive
@@ -116,21 +117,36 @@ def execute_run(
     on_report: Callable[[Receipt], None] | None = None,
 ) -> DriveResult:
     """Claim the run, drive its runner through every report, release it. An asynchronous runner's run
-    is submitted instead, and waits at the vendor for `assay collect` (:mod:`.collect`)."""
+    is submitted instead, and waits at the vendor for `assay collect` (:mod:`.collect`).
+
+    A run whose deadline passed before it could be claimed (a slow start, a queue) ends ``timed_out`` here
+    and the result's error says so, as for a deadline met while the runner worked: the lease refusal is the
+    deadline's, not a lost lease's, and a command must not end ``error`` for it."""
     run = get_run(ws.engine, run_id)
     runner = runner_class(run.runner)(**(runner_options or {}))
     job = job_for_run(ws.engine, run_id)
-    if not runner.synchronous:
-        from .collect import submit_run
+    try:
+        if not runner.synchronous:
+            from .collect import submit_run
 
-        try:
-            return submit_run(ws, job, runner, owner=owner_name())
-        finally:
-            runner.close()
-    from .escalation import escalation
+            try:
+                return submit_run(ws, job, runner, owner=owner_name())
+            finally:
+                runner.close()
+        from .escalation import escalation
 
-    return drive(runner, ws.ledger, job, owner=owner_name(), ttl_seconds=ws.settings.lease_seconds,
-                 on_report=on_report, more=escalation(ws, run, job))
+        return drive(runner, ws.ledger, job, owner=owner_name(), ttl_seconds=ws.settings.lease_seconds,
+                     on_report=on_report, more=escalation(ws, run, job))
+    except LeaseError as exc:
+        if not _timed_out(ws, run_id):
+            raise
+        log.error("run %s: timed out before it could be driven: %s", run_id, exc.reason)
+        return DriveResult(run_id=run_id, error=f"timed out: {exc.reason}")
+
+
+def _timed_out(ws: Workspace, run_id: str) -> bool:
+    """Whether the run is (now) ``timed_out``: its deadline passed and this call or another process ended it."""
+    return ws.ledger.time_out(run_id) or get_run(ws.engine, run_id).status == "timed_out"
 
 
 def judge_run(
@@ -144,7 +160,7 @@ def judge_run(
     return {"judged": judged, "verdicts": verdicts_for(ws, [run_id])}
 
 
-def finalise_run(ws: Workspace, run_id: str, verdicts: list[dict[str, Any]]) -> RunRow:
+def finalise_run(ws: Workspace, run_id: str, verdicts: list[dict[str, Any]], *, reason: str | None = None) -> RunRow:
     """Freeze a released run as completed, stamping each consumer's verdict (once, for good).
 
     A run released with an error is already final: its evidence stays for a later `assay judge`. So
@@ -153,21 +169,23 @@ def finalise_run(ws: Workspace, run_id: str, verdicts: list[dict[str, Any]]) -> 
     if get_run(ws.engine, run_id).finalised_at is None:
         try:
             ws.ledger.finalise(
-                run_id, status="completed", verdicts={v["consumer"]: (v["verdict"], v["reason"]) for v in verdicts}
+                run_id, status="completed", verdicts={v["consumer"]: (v["verdict"], v["reason"]) for v in verdicts},
+                reason=reason,
             )
         except RunFinalisedError:
             pass
     return get_run(ws.engine, run_id)
 
 
-def finish_run(ws: Workspace, run_id: str) -> RunRow:
-    """Judge a released run, then finalise it with its verdicts (what the run-suite flow does)."""
+def finish_run(ws: Workspace, run_id: str, *, reason: str | None = None) -> RunRow:
+    """Judge a released run, then finalise it with its verdicts (what the run-suite flow does); ``reason``,
+    when given, becomes the run's status reason."""
     run = get_run(ws.engine, run_id)
     if run.finalised_at is not None:
         return run
     verdicts = judge_run(ws, run_id)["verdicts"]
     failpoint("finalise.judged")
-    return finalise_run(ws, run_id, verdicts)
+    return finalise_run(ws, run_id, verdicts, reason=reason)
 
 
 def run_to_final(ws: Workspace, suite: str, runner: str | None = None) -> RunRow:
@@ -182,25 +200,42 @@ def reap(ws: Workspace) -> dict[str, list[str]]:
     works on any more left behind (a process killed before its release could).
 
     Expired leases, passed deadlines and runs never started end ``timed_out``; runs released but never
-    finalised (killed while judging) are judged and finalised (``finalised_released``).
+    finalised (killed while judging) are judged and finalised (``finalised_released``), unless a transient
+    failure stops that: they are then left released for the next reap (``finalisation_deferred``,
+    :func:`finalise_released`).
     """
     timed_out = ws.ledger.reap(ws.settings.pending_timeout_seconds)
-    return {**timed_out, "finalised_released": finalise_released(ws), **sweep_scratch(ws)}
+    return {**timed_out, **finalise_released(ws), **sweep_scratch(ws)}
 
 
-def finalise_released(ws: Workspace) -> list[str]:
-    """Judge and finalise each run released but never finalised, idle for a lease's length.
+DEFERRED = "finalisation deferred"
+"""How the status reason of a released run the reaper could not finalise for a transient cause begins."""
 
-    If judging fails, the run still ends: ``error``, with the failure as its reason. Its evidence stays,
-    and `assay judge RUN` can judge it later (its stamped verdicts stay empty).
+
+def finalise_released(ws: Workspace) -> dict[str, list[str]]:
+    """Judge and finalise each run released but never finalised, idle for a lease's length: the runs
+    finalised (``finalised_released``) and those left for the next reap (``finalisation_deferred``).
+
+    If judging or stamping fails for a cause that passes (a full disk, the catalog or the lake unreachable:
+    :func:`transient_failure`), the run is left released, its status reason saying why, and the next reap
+    tries again: freezing it ``error`` would lose its stamped verdicts for good over a disk that is cleared
+    an hour later. Any other failure still ends the run: ``error``, with the failure as its reason. Its
+    evidence stays, and `assay judge RUN` can judge it later (its stamped verdicts stay empty).
     """
-    done = []
+    done: list[str] = []
+    deferred: list[str] = []
     for run_id in ws.ledger.released(ws.settings.lease_seconds):
+        earlier = get_run(ws.engine, run_id).status_reason or ""
+        after = f"judged and finalised by the reaper after: {earlier}" if earlier.startswith(DEFERRED) else None
         try:
-            finish_run(ws, run_id)
+            finish_run(ws, run_id, reason=after)
         except RunFinalisedError:
             continue  # its own flow finished it meanwhile
         except Exception as exc:  # any judging failure: the run must still end, with the reason
+            if transient_failure(exc):
+                _defer(ws, run_id, exc)
+                deferred.append(run_id)
+                continue
             reason = f"judging failed while reaping: {type(exc).__name__}: {exc}"
             log.error("run %s: %s", run_id, reason)
             try:
@@ -208,7 +243,43 @@ def finalise_released(ws: Workspace) -> list[str]:
             except RunFinalisedError:
                 continue
         done.append(run_id)
-    return done
+    return {"finalised_released": done, "finalisation_deferred": deferred}
+
+
+def _defer(ws: Workspace, run_id: str, exc: BaseException) -> None:
+    reason = f"{DEFERRED}: {type(exc).__name__}: {exc}; the next `assay reap` tries again"
+    log.warning("run %s: not finalised, left released: %s", run_id, reason)
+    try:
+        ws.ledger.defer(run_id, reason)
+    except Exception as again:  # the catalog is as full or as far away as the lake: the reason waits too
+        log.warning("run %s: could not record why it waits: %s: %s", run_id, type(again).__name__, again)
+
+
+TRANSIENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EAGAIN, errno.EBUSY, errno.ETIMEDOUT,
+                              errno.ECONNREFUSED, errno.ECONNRESET, errno.EHOSTUNREACH, errno.ENETUNREACH})
+"""Operating-system failures that pass without anyone changing the run: space freed, a store back."""
+_TRANSIENT_TEXT = ("no space left on device", "database or disk is full", "could not extend file",
+                   "disk quota exceeded", "database is locked", "could not connect", "connection refused",
+                   "server closed the connection")
+"""The same failures as libraries word them when they keep no ``errno`` (Arrow, SQLite, PostgreSQL)."""
+
+
+def transient_failure(exc: BaseException) -> bool:
+    """Whether ``exc``, or an exception it was raised from, is a failure that passes by itself: an error whose
+    class says so (``AssayError.transient``), an ``OSError`` of :data:`TRANSIENT_ERRNOS`, or a store's
+    message for one of them. A bug, a refused input or a missing file is not."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if getattr(current, "transient", False) is True:
+            return True
+        if isinstance(current, OSError) and current.errno in TRANSIENT_ERRNOS:
+            return True
+        if any(text in str(current).lower() for text in _TRANSIENT_TEXT):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def sweep_scratch(ws: Workspace) -> dict[str, list[str]]:

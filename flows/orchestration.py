@@ -26,13 +26,14 @@ from typing import Any
 
 from prefect import unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from assay.storage.catalog.runs import get_run
 
 from . import notify
 from . import operations as ops
-from .flow_context import (assay_flow, assay_task, emit, flow_workspace, io_task, listen, listening, progress_of, started,
-                           summed, workspace)
+from .flow_context import (WatchedTransport, assay_flow, assay_task, emit, flow_workspace, io_task, listen, listening,
+                           outliving_server, progress_of, started, summed, to_server, workspace)
 from .workspace import bind_temporary_server
 
 bind_temporary_server()  # Prefect's temporary server dies with the command, even a SIGKILLed one
@@ -67,9 +68,10 @@ def publish_verdicts(key: str, verdicts: list[dict[str, Any]], description: str)
     """Publish consumers' verdicts as a table artifact of the flow run (one row per run and consumer);
     with none, a note saying so under the same key."""
     if not verdicts:
-        create_markdown_artifact(description, key=key, description=description)
+        to_server(lambda: create_markdown_artifact(description, key=key, description=description))
         return
-    create_table_artifact([{c: v.get(c) for c in VERDICT_COLUMNS} for v in verdicts], key=key, description=description)
+    rows = [{c: v.get(c) for c in VERDICT_COLUMNS} for v in verdicts]
+    to_server(lambda: create_table_artifact(rows, key=key, description=description))
 
 
 @io_task
@@ -149,7 +151,7 @@ def run_suite(
             publish_verdicts(key, [], f"{name}: run {run_id} has no verdicts yet ({executed['error'] or 'at the vendor'})")
             result = {"run": get_run(ws.engine, run_id).to_dict(), "executed": executed, "verdicts": []}
             if executed["awaiting_vendor"]:  # the collect flow gives the verdicts
-                notify.tag_flow_run([f"run:{run_id}", "verdict:pending"])
+                to_server(lambda: notify.tag_flow_run([f"run:{run_id}", "verdict:pending"]))
                 return result
             return gated(result, None, gate or [], name, ws.settings)  # ended without verdicts
         judged = judge_task(run_id)
@@ -188,7 +190,7 @@ def gated(result: dict[str, Any], verdicts: list[dict[str, Any]] | None, gates: 
     from prefect.states import Failed
 
     run, run_id = result["run"], result["run"]["run_id"]
-    notify.tag_flow_run([f"run:{run_id}", *notify.verdict_tags(verdicts, gates)])
+    to_server(lambda: notify.tag_flow_run([f"run:{run_id}", *notify.verdict_tags(verdicts, gates)]))
     if verdicts is None:  # each gated consumer's verdict is none
         why = f"no verdict possible: the run ended {run['status']}: {run.get('status_reason') or result['executed']['error']}"
         verdicts = [{"consumer": c, "verdict": None, "reason": why} for c in gates]
@@ -205,10 +207,14 @@ def gated(result: dict[str, Any], verdicts: list[dict[str, Any]] | None, gates: 
 def judge_runs_task(run_ids: list[str], keys: list[str] | None = None, new_versions_only: bool = False,
                     force: bool = False) -> dict[str, Any]:
     """Re-judge runs' stored evidence (a wide re-judge maps it, one task per run)."""
+    from assay.core.failpoints import failpoint
+
     from .judging import judge_runs
 
-    return judge_runs(workspace(), run_ids, trigger="rejudge", keys=keys, new_versions_only=new_versions_only,
-                      force=force, progress=progress_of(",".join(run_ids)))
+    judged = judge_runs(workspace(), run_ids, trigger="rejudge", keys=keys, new_versions_only=new_versions_only,
+                        force=force, progress=progress_of(",".join(run_ids)))
+    failpoint("rejudge.run_committed")
+    return judged
 
 
 @assay_flow(name="judge")
@@ -221,12 +227,16 @@ def judge(run_id: str, force: bool = False) -> dict[str, Any]:
         return judged
 
 
-@assay_flow(name="rejudge")
+@assay_flow(name="rejudge", task_runner=ThreadPoolTaskRunner(max_workers=1))
 def rejudge(
     run_ids: list[str], keys: list[str] | None = None, new_versions_only: bool = False, force: bool = False
 ) -> dict[str, Any]:
     """New outcomes over stored evidence for the chosen runs, one task per run, their counts added up;
-    calls the judge, never a runner. Publishes what each run's pass judged as the table artifact ``rejudge``."""
+    calls the judge, never a runner. Publishes what each run's pass judged as the table artifact ``rejudge``.
+
+    Each task holds one run's evidence and atoms, so the runs in flight bound the memory, whatever the
+    suite's size: in this process one at a time (Polars and DuckDB already use every core for it); on
+    Dask (:func:`.task_runners.wide`) one per worker thread, each worker a process of its own."""
     from .judging import judgeable
 
     with flow_workspace() as ws:
@@ -235,7 +245,8 @@ def rejudge(
         parts = judge_runs_task.map(groups, keys=unmapped(keys), new_versions_only=unmapped(new_versions_only),
                                     force=unmapped(force)).result()
         rows = [{"run_id": ",".join(group), **part} for group, part in zip(groups, parts, strict=True)]
-        create_table_artifact(rows, key="rejudge", description=f"re-judged {len(run_ids)} run(s): what each pass wrote")
+        to_server(lambda: create_table_artifact(rows, key="rejudge",
+                                                description=f"re-judged {len(run_ids)} run(s): what each pass wrote"))
         return summed(parts)
 
 
@@ -280,7 +291,7 @@ def attend(job: Any, *args: Any, **kwargs: Any) -> Any:
     with SettingsContext(profile=current.profile, settings=current.settings.model_copy(update={"flows": flows})):
         with _plain_http_client():
             try:
-                return job(*args, **kwargs)
+                return outliving_server(job, *args, **kwargs)  # the server may go away meanwhile
             except notify.GateFailed as failed:  # the flow run's outcome: the command reads the verdicts, as
                 return failed.result          # from a passing run, and exits by them
 
@@ -294,7 +305,9 @@ def _plain_http_client() -> Iterator[None]:
     Prefect's client builds a TLS context for every client it makes, loading its CA bundle whatever the
     URL's scheme: 25-35 ms per flow run on 2 cores, a quarter of an empty flow run's cost against the
     workspace's server (``flows.fixed_cost``). Over ``http://`` no TLS is ever spoken; the context
-    given here trusts no certificate, so should TLS ever be asked of it, it fails closed.
+    given here trusts no certificate, so should TLS ever be asked of it, it fails closed. Its transport
+    (:class:`.flow_context.WatchedTransport`) fails at once, without Prefect's minute of retries, once a
+    server on loopback has gone away.
     """
     from prefect.client.orchestration import SyncPrefectClient
     from prefect.context import SyncClientContext
@@ -306,7 +319,7 @@ def _plain_http_client() -> Iterator[None]:
         return
     no_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies against no certificate at all: 0.2 ms to make
     client = SyncPrefectClient(url, auth_string=PREFECT_API_AUTH_STRING.value(), api_key=PREFECT_API_KEY.value(),
-                               httpx_settings={"verify": no_tls})
+                               httpx_settings={"verify": no_tls, "transport": WatchedTransport(verify=no_tls)})
     # the context Prefect's engine and ``get_client(sync_client=True)`` look for, holding this client; built
     # without its constructor, which would make Prefect's own client first
     with SyncClientContext.model_construct(client=client):

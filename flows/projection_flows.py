@@ -2,9 +2,9 @@
 
 Each pass recomputes only the finalised runs whose projection is stale (new evidence or judging,
 a finalisation, a new criteria version of their suite: :func:`assay.storage.projection.begin`), one
-mapped task per batch of suites of about a thousand runs (two at a time in threads, each holding one
-batch's atoms; wide work goes to the configured task runner, :mod:`.task_runners`), and replaces their
-rows in one catalog transaction. ``full=True`` rebuilds everything; a test holds an
+mapped task per batch of at most a thousand runs and a bounded number of case runs (a large suite spans
+batches; two at a time in threads, each holding one batch's atoms; wide work goes to the configured
+task runner, :mod:`.task_runners`), and replaces their rows in one catalog transaction. ``full=True`` rebuilds everything; a test holds an
 incremental history equal to a full rebuild. The deployment runs it hourly.
 
 The tables (:mod:`assay.storage.lake.projection_tables`): ``run_verdicts`` and ``case_verdicts``
@@ -29,7 +29,7 @@ from assay.storage.lake import FileFilter
 from assay.transforms import fleet
 from assay.transforms.verdicts import latest
 
-from .flow_context import assay_flow, flow_workspace, io_task, workspace
+from .flow_context import assay_flow, flow_workspace, io_task, to_server, workspace
 from .workspace import Workspace
 
 
@@ -71,8 +71,9 @@ def stage(ws: Workspace, plan: projection.Pass, suites: dict[str, list[str]], pa
     rows = project_runs(ws, suites, pairs)
     projection.check(ws.lake, rows)
     return [projection.stage_suite(ws.lake, plan, suite_id,
-                                   {name: frame.filter(pl.col("suite_id") == suite_id) for name, frame in rows.items()})
-            for suite_id in suites]
+                                   {name: frame.filter(pl.col("suite_id") == suite_id) for name, frame in rows.items()},
+                                   runs)
+            for suite_id, runs in suites.items()]
 
 
 def project_all(ws: Workspace, *, full: bool = False) -> dict[str, Any]:
@@ -104,7 +105,8 @@ def projections(full: bool = False) -> dict[str, Any]:
         staged = stage_task.map(unmapped(plan), batches, unmapped(pairs)).result() if batches else []
         summary = _summary(plan, projection.commit(ws.lake, plan, [part for parts in staged for part in parts]))
         written = summary["rows"]
-        create_table_artifact([{"table": name, "rows": rows} for name, rows in written.items()], key="projections",
-                              description=f"{len(plan.runs)} run(s) of {len(plan.suites)} suite(s) projected"
-                              + (" (full rebuild)" if plan.full else ""))
+        to_server(lambda: create_table_artifact(
+            [{"table": name, "rows": rows} for name, rows in written.items()], key="projections",
+            description=f"{len(plan.runs)} run(s) of {len(plan.suites)} suite(s) projected"
+            + (" (full rebuild)" if plan.full else "")))
         return summary

@@ -236,10 +236,20 @@ def write_report(ws: Workspace, path: str, scope: Scope) -> dict[str, Any]:
         raise ConfigError(f"cannot write the report to {path}: "
                           + ("it is a folder" if target.is_dir() else f"the folder {target.parent} does not exist")
                           + "; give --html a file path in an existing folder (report.html, say)")
-    con = connect(ws.lake, catalog=True)
+    import duckdb
+
+    from assay.storage.query import lake_error
+
+    # a team's (or suite's) report reads only that team's files: another team's damaged file never stops it
+    con = connect(ws.lake, catalog=True, teams=[scope.team] if scope.team else None)
     try:
         narrow(con, scope)
         data = gather(con, scope)
+    except duckdb.Error as exc:
+        found = lake_error(exc)  # a damaged lake file of the scope, named (never DuckDB's SQL)
+        if found is None:
+            raise
+        raise found from None
     finally:
         con.close()
     page = render(data)

@@ -52,31 +52,71 @@ def _iso(column: str) -> pl.Expr:
     return pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6f+00:00")
 
 
-def _rescored(ws: Workspace, suite_id: str, run_ids: list[str], spec: CriteriaSpec, keys: set[str]) -> pl.DataFrame:
+BATCH_CASE_RUNS = 250_000
+"""Case runs per batch when a re-score reads atoms (a larger run is a batch of its own): what it holds at once."""
+
+
+def batches(runs: pl.DataFrame, size: int | None = None) -> list[list[str]]:
+    """``runs``' ids (with their ``case_runs``) in order, in batches of about ``size`` (:data:`BATCH_CASE_RUNS`)
+    case runs."""
+    size = BATCH_CASE_RUNS if size is None else size
+    out: list[list[str]] = []
+    held = 0
+    for run_id, case_runs in runs.select("run_id", pl.col("case_runs").fill_null(0)).iter_rows():
+        if not out or (out[-1] and held + case_runs > size):
+            out.append([])
+            held = 0
+        out[-1].append(run_id)
+        held += case_runs
+    return out
+
+
+def _batched(parts: list[list[str]], verdicts: Callable[[list[str]], pl.DataFrame]) -> pl.DataFrame:
+    """``verdicts`` of each batch of runs, one batch at a time, together (a run's verdict reads its atoms only)."""
+    return pl.concat([verdicts(batch) for batch in parts or [[]]], how="vertical_relaxed")
+
+
+def _rescored(ws: Workspace, suite_id: str, runs: pl.DataFrame, spec: CriteriaSpec, keys: set[str]) -> pl.DataFrame:
     """Each run's verdict under ``spec``, from the per-(run, key) counts the lake keeps (the suite's files only).
 
     Codes are 64 bits of each id or name; should two of the suite's runs or keys ever share one, the
     verdicts are computed from the text columns instead (same rules, slower). Counts summarised by an
     earlier build (``run_key_counts`` v1: no undetermined case runs nor reasons, read null) are not
-    used either: the verdicts are then computed from the stored atoms, which hold every reason.
+    used either: the verdicts are then computed from the stored atoms, which hold every reason. Atoms are
+    read a batch of runs at a time (:func:`batches`), never the suite's at once.
     """
+    run_ids = runs["run_id"].to_list()
+    parts = batches(runs)
     where = FileFilter(suites=[suite_id])
+
+    def from_current(batch: list[str]) -> pl.DataFrame:
+        mine = FileFilter(runs=batch)
+        return ws.lake.collect(run_verdicts(current_atoms(ws, batch), spec), "current_results", mine)
+
     if spec.pass_rate is not None:  # a per-case rate reads each replay's verdict: from the atoms
-        atoms = ws.lake.collect(current_atoms(ws, run_ids, suite_id), "current_results", where).lazy()
-        judged, _ = repeated_run_verdicts(atoms, spec, replay_order(ws, run_ids, suite_id))
-        return judged.select("run_id", *VERDICT_COLUMNS).sort("run_id")
+        def by_rate(batch: list[str]) -> pl.DataFrame:
+            mine = FileFilter(runs=batch)
+            atoms = ws.lake.collect(current_atoms(ws, batch), "current_results", mine).lazy()
+            judged, _ = repeated_run_verdicts(atoms, spec, replay_order(ws, batch))
+            return judged.select("run_id", *VERDICT_COLUMNS)
+
+        return _batched(parts, by_rate).sort("run_id")
     if spec.capable_only():  # which results apply reads each result's evaluator: from the atoms
-        return ws.lake.collect(run_verdicts(current_atoms(ws, run_ids, suite_id), spec), "current_results", where)
+        return _batched(parts, from_current)
     by_code = {id_code(r): r for r in run_ids}
     key_codes = {k: name_code(k) for k in keys | set(spec.required) | set(spec.ignore)
                  | {k for g in spec.threshold for k in g.keys}}
     if len(by_code) < len(run_ids) or len(set(key_codes.values())) < len(key_codes):
-        return ws.lake.collect(run_verdicts(current_atoms(ws, run_ids, suite_id), spec), "current_results", where)
+        return _batched(parts, from_current)
     scan = ws.lake.scan("run_key_counts", where).filter(pl.col("run").is_in(list(by_code)))
     counts = ws.lake.collect(scan.select(COUNT_COLUMNS), "run_key_counts", where)  # read once: a row per (run, key)
     if counts["case_runs"].has_nulls():
-        atoms = ws.lake.scan("assertion_results", where).filter(pl.col("run_id").is_in(run_ids))
-        return ws.lake.collect(run_verdicts(atoms, spec), "assertion_results", where)
+        def from_history(batch: list[str]) -> pl.DataFrame:
+            mine = FileFilter(runs=batch)
+            atoms = ws.lake.scan("assertion_results", mine).filter(pl.col("run_id").is_in(batch))
+            return ws.lake.collect(run_verdicts(atoms, spec), "assertion_results", mine)
+
+        return _batched(parts, from_history)
     with ws.engine.connect() as conn:
         names = codes.names_of(conn)
     coded = counted_run_verdicts(counts.lazy(), spec, key_codes, names).collect()
@@ -120,7 +160,7 @@ def rescore(
         runs = finalised_runs(conn, s.suite_id, consumer, run_ids)
     if progress is not None:
         progress(0, runs.height)
-    verdicts = with_coverage(_rescored(ws, s.suite_id, runs["run_id"].to_list(), spec, keys),
+    verdicts = with_coverage(_rescored(ws, s.suite_id, runs, spec, keys),
                              runs.select(COVERAGE_COLUMNS), spec)
     coverage = ("counted", "excluded", "case_runs", "case_runs_counted")
     table = (verdicts.select("run_id", "verdict", "reason", *coverage)

@@ -18,7 +18,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from assay.storage.catalog.listing import suites_tagged
 
-from .flow_context import assay_flow, flow_workspace
+from .flow_context import assay_flow, flow_workspace, to_server
 from .notify import post_sweep
 from .selection import select_runs
 
@@ -94,7 +94,8 @@ def nightly_sweep(tag: str = "nightly") -> dict[str, Any]:
         tagged = suites_tagged(ws.engine, tag)
         if not tagged:
             note = f"no suite is tagged {tag!r}: nothing to run (tag suites with `tags: [{tag}]` in a bundle)"
-            create_markdown_artifact(note, key=ARTIFACT, description=f"nightly sweep of {tag!r}: nothing to run")
+            to_server(lambda: create_markdown_artifact(note, key=ARTIFACT,
+                                                       description=f"nightly sweep of {tag!r}: nothing to run"))
             return {"tag": tag, "suites": [], "note": note}
         earlier = {suite: select_runs(ws, suite=suite) for suite in tagged}  # before tonight's runs exist
         suites: list[dict[str, Any]] = []
@@ -114,8 +115,8 @@ def nightly_sweep(tag: str = "nightly") -> dict[str, Any]:
             state = rejudge(runs, new_versions_only=True, return_state=True) if runs else None
             entry["rejudged"] = rejudge_counts(state)
         ran = sum(s["status"] not in ("failed", "refused") for s in suites)
-        create_table_artifact(table_rows(suites), key=ARTIFACT,
-                              description=f"nightly sweep of {tag!r}: {ran} of {len(suites)} run(s) started")
+        to_server(lambda: create_table_artifact(
+            table_rows(suites), key=ARTIFACT, description=f"nightly sweep of {tag!r}: {ran} of {len(suites)} run(s) started"))
         post_sweep(ws.settings, tag, suites)  # what failed, to the notification webhook (when one is set)
         return {"tag": tag, "suites": suites, "note": None}
 

@@ -1,7 +1,8 @@
 """Where a wide flow's mapped tasks run, chosen by configuration: the same flow, another task runner.
 
 Wide work (re-judging many runs, compacting the lake's tables) maps one task per part. By default the
-parts run on Prefect's thread pool in the flow's own process. With ``ASSAY_DASK_ADDRESS`` they run on
+parts run on Prefect's thread pool in the flow's own process (a re-judge's one run at a time: each holds
+a run's atoms, so the runs in flight bound its memory). With ``ASSAY_DASK_ADDRESS`` they run on
 the workers of a running Dask scheduler, possibly on other machines; with ``ASSAY_DASK_WORKERS`` on a
 temporary Dask cluster of that many worker processes on this machine, started for the flow run and
 stopped with it; each runs one task at a time and its engines (Polars, DuckDB) one thread each, so

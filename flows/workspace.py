@@ -44,13 +44,16 @@ class Workspace:
     @cached_property
     def engine(self) -> sa.Engine:
         from assay.storage.catalog.engine import create_catalog_engine, migrate
+        from assay.storage.catalog.workspace_identity import check_identity, record_identity
 
         engine = create_catalog_engine(self.settings.resolved_catalog_url)
         try:
             if self.upgrade:
                 migrate(engine)
+                record_identity(engine, self.settings.resolved_lake_url)
             else:
                 require_current(engine, self.settings)
+                check_identity(engine, self.settings.resolved_lake_url)  # the lake given is the catalog's own
         except BaseException:
             engine.dispose()
             raise
@@ -113,14 +116,10 @@ def open_workspace(settings: Settings | None = None, *, create: bool = False) ->
 
     install_log_redaction()  # nothing this workspace logs keeps a secret
     settings = settings or load_settings()
-    home = settings.home
     if create:
-        home.mkdir(parents=True, exist_ok=True)
-    elif not home.is_dir():
-        raise ConfigError(
-            f"ASSAY_HOME {home.resolve()} does not exist (or is not a folder): run `assay init` to create a workspace there, "
-            "or point ASSAY_HOME at an existing workspace folder"
-        )
+        settings.home.mkdir(parents=True, exist_ok=True)
+    else:
+        require_home(settings)
     # Prefect keeps its own database; inside ASSAY_HOME, parallel workspaces never share one. (The CLI
     # sets it earlier, and for certain, in use_prefect_home; a library caller's own setting wins.)
     os.environ.setdefault("PREFECT_HOME", str(settings.prefect_home))
@@ -129,7 +128,16 @@ def open_workspace(settings: Settings | None = None, *, create: bool = False) ->
     return Workspace(settings, upgrade=create)
 
 
-def use_prefect_home(settings: Settings, debug: bool = False) -> None:
+def require_home(settings: Settings) -> None:
+    """Refuse an ``ASSAY_HOME`` that does not exist: only `assay init` (and the demo) create one."""
+    if not settings.home.is_dir():
+        raise ConfigError(
+            f"ASSAY_HOME {settings.home.resolve()} does not exist (or is not a folder): run `assay init` to create a "
+            "workspace there, or point ASSAY_HOME at an existing workspace folder"
+        )
+
+
+def use_prefect_home(settings: Settings, debug: bool = False, *, inside_home: bool = True) -> None:
     """Point Prefect at this workspace's home, with telemetry off, before Prefect is imported.
 
     Prefect reads its settings once, when it is first imported: set later, ``PREFECT_HOME`` is ignored
@@ -141,8 +149,12 @@ def use_prefect_home(settings: Settings, debug: bool = False) -> None:
     When the workspace's own server (``assay server start``, :mod:`.server`) is up and answering,
     ``PREFECT_API_URL`` points at it: flows run there, with no temporary server, and stay visible in its
     UI. A ``PREFECT_API_URL`` already in the environment is left as it is.
+
+    Not ``inside_home``: a command that needs no workspace, with ``ASSAY_HOME`` missing; Prefect, if it
+    runs at all, must not create the folder (a mistyped home that the next command would take for a workspace).
     """
-    os.environ["PREFECT_HOME"] = str(settings.prefect_home)
+    if inside_home:
+        os.environ["PREFECT_HOME"] = str(settings.prefect_home)
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
     if not os.environ.get("PREFECT_API_URL"):  # a server of the user's own wins
@@ -154,6 +166,8 @@ def use_prefect_home(settings: Settings, debug: bool = False) -> None:
             os.environ.setdefault("PREFECT_CLIENT_CSRF_SUPPORT_ENABLED", "false")
     if not debug:
         os.environ["PREFECT_LOGGING_LEVEL"] = "CRITICAL"
+        # its background services' own failures too: a server gone mid-command fails every event sent to it
+        os.environ["PREFECT_INTERNAL_LOGGING_LEVEL"] = "CRITICAL"
         # A temporary Dask cluster's chatter (.task_runners), errors included: a worker whose heartbeat meets
         # the scheduler already closing logs an ERROR as the cluster stops, on a loaded machine; a task's
         # own failure reaches the command through the flow, and --debug shows everything.

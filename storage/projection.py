@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
@@ -70,6 +70,8 @@ class Pass:
     """The ids read within :data:`GRACE` before ``through_at``: files, runs finalised, criteria versions."""
     previous: int | None
     """The mark's ``through_file_id`` when the pass began (None: no pass yet)."""
+    case_runs: dict[str, int] = field(default_factory=dict)
+    """run id -> its case runs: what a run's projection reads, to size the batches (:func:`batches`)."""
 
     @property
     def runs(self) -> list[str]:
@@ -89,7 +91,7 @@ def begin(engine: sa.Engine, *, full: bool = False) -> Pass:
     with engine.connect() as conn:
         mark = conn.execute(sa.select(t.projection_marks).where(t.projection_marks.c.name == MARK)).first()
         top = conn.execute(sa.select(sa.func.coalesce(sa.func.max(f.c.file_id), 0))).scalar_one()
-        finalised = conn.execute(sa.select(r.c.suite_id, r.c.run_id).where(r.c.finalised_at.is_not(None))
+        finalised = conn.execute(sa.select(r.c.suite_id, r.c.run_id, r.c.case_runs).where(r.c.finalised_at.is_not(None))
                                  .order_by(r.c.suite_id, r.c.run_id)).all()
         window = now - GRACE if mark is None or full else min(now - GRACE, mark.through_at - GRACE)
         lately = conn.execute(sa.select(r.c.run_id, r.c.finalised_at).where(r.c.finalised_at >= window)).all()
@@ -115,11 +117,13 @@ def begin(engine: sa.Engine, *, full: bool = False) -> Pass:
                 sa.select(c.c.criteria_id, c.c.suite_id).where(c.c.created_at >= since))
                 if row.criteria_id not in seen["criteria"]}
     suites: dict[str, list[str]] = {}
+    sizes: dict[str, int] = {}
     for row in finalised:
         if stale is None or row.run_id in stale or row.suite_id in stale_suites:
             suites.setdefault(row.suite_id, []).append(row.run_id)
+            sizes[row.run_id] = row.case_runs or 0
     previous = None if mark is None else mark.through_file_id
-    return Pass(suites, full or mark is None, top, now, recent, previous)
+    return Pass(suites, full or mark is None, top, now, recent, previous, sizes)
 
 
 @dataclass(frozen=True)
@@ -185,17 +189,27 @@ def inputs(engine: sa.Engine, suites: Mapping[str, Sequence[str]]) -> Inputs:
     return Inputs(runs, pl.DataFrame(versions, schema=_VERSION_SCHEMA, orient="row"), specs)
 
 
-def batches(plan: Pass, runs: int = 1000) -> list[dict[str, list[str]]]:
-    """The pass's suites in batches of about ``runs`` runs (a suite is never split): one task each, so a pass
-    over a few new runs of many suites is one read, and a full pass holds one batch's atoms at a time."""
+BATCH_CASE_RUNS = 250_000
+"""Case runs per batch of a pass (a larger run is a batch of its own; :func:`batches`' default): a batch's
+atoms are what a task holds."""
+
+
+def batches(plan: Pass, runs: int = 1000, case_runs: int | None = None) -> list[dict[str, list[str]]]:
+    """The pass's runs in batches of at most ``runs`` runs and about ``case_runs`` case runs, suite after suite
+    (suite_id -> its runs in the batch): one task each, so a pass over a few new runs of many suites is one
+    read, and a pass over a large suite holds one batch's atoms at a time (its runs then span batches)."""
+    case_runs = BATCH_CASE_RUNS if case_runs is None else case_runs
     out: list[dict[str, list[str]]] = []
-    size = runs
+    count = held = 0
     for suite_id in sorted(plan.suites):
-        if size >= runs:
-            out.append({})
-            size = 0
-        out[-1][suite_id] = plan.suites[suite_id]
-        size += len(plan.suites[suite_id])
+        for run_id in plan.suites[suite_id]:
+            size = plan.case_runs.get(run_id, 0)
+            if not out or (count and (count >= runs or held + size > case_runs)):
+                out.append({})
+                count = held = 0
+            out[-1].setdefault(suite_id, []).append(run_id)
+            count += 1
+            held += size
     return out
 
 
@@ -230,12 +244,17 @@ def check(lake: Lake, rows: Mapping[str, pl.DataFrame]) -> None:
         lake.validate(name, frame.select(PROJECTED[name].arrow_schema.names))
 
 
-def stage_suite(lake: Lake, plan: Pass, suite_id: str, rows: Mapping[str, pl.DataFrame]) -> Staged:
+def stage_suite(lake: Lake, plan: Pass, suite_id: str, rows: Mapping[str, pl.DataFrame],
+                runs: Sequence[str] | None = None) -> Staged:
     """Stage the projected files of one suite's recomputed runs (``rows``: table -> frame with team_id and date,
     checked by :func:`check`), copy on write: the suite's files holding any of those runs are read, their other
     runs' rows kept (as written, so checked then). Every file holds one suite's runs (compaction leaves
-    projected tables alone), so suites stage independently."""
+    projected tables alone), so suites stage independently.
+
+    ``runs``: the suite's runs in this batch, when a suite spans batches (None: all its recomputed runs). Only
+    the batch holding its first recomputed run reads and keeps the other runs' rows, so they are kept once."""
     recomputed = plan.suites[suite_id]
+    first = runs is None or (len(runs) > 0 and runs[0] == recomputed[0])
     where = FileFilter(runs=recomputed)
     retired: list[str] = []
     staged: list[LakeFile] = []
@@ -243,7 +262,7 @@ def stage_suite(lake: Lake, plan: Pass, suite_id: str, rows: Mapping[str, pl.Dat
     for name, table in PROJECTED.items():
         fresh = rows.get(name)
         keep = None
-        if not plan.full:
+        if not plan.full and first:
             listed = lake.live(name, where)
             retired += [path for path, _ in listed]
             if listed:

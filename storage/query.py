@@ -32,6 +32,7 @@ from assay.core.ids import canonical_json
 from . import views
 from .catalog import tables as catalog
 from .catalog.tables import UtcDateTime
+from .lake.integrity import LakeFileError
 from .lake.remote import register_filesystem
 from .lake.schema import PARTITIONS
 from .lake.tables import TABLES
@@ -40,8 +41,11 @@ if TYPE_CHECKING:
     import duckdb
 
     from .lake import Lake, LakeTable
+    from .lake.integrity import FileProblem
 
-__all__ = ["CATALOG_TABLES", "Answer", "QueryError", "blank", "catalog_schema", "connect", "read_catalog", "run"]
+__all__ = [
+    "CATALOG_TABLES", "Answer", "QueryError", "blank", "catalog_schema", "connect", "lake_error", "read_catalog", "run",
+]
 
 CATALOG_TABLES: tuple[sa.Table, ...] = (
     catalog.teams, catalog.consumers, catalog.suites, catalog.cases, catalog.assertions, catalog.criteria,
@@ -59,20 +63,27 @@ class QueryError(AssayError, ValueError):
 
 
 def connect(
-    lake: "Lake", tables: "dict[str, pa.Table] | None" = None, *, catalog: bool = False
+    lake: "Lake", tables: "dict[str, pa.Table] | None" = None, *, catalog: bool = False,
+    teams: "Iterable[str] | None" = None,
 ) -> "duckdb.DuckDBPyConnection":
     """An in-memory DuckDB connection with a view per lake table and ``tables`` registered by name.
 
-    Each view reads the files the manifest lists for the table (older schema versions read as the
-    current one) and adds ``team_id`` and ``date`` as VARCHAR, like :meth:`Lake.scan`. With ``catalog``,
-    the catalog's tables and the derived views come too (:func:`assay.connect` asks for them). Everything
-    is read at connection time; reconnect to see later writes.
+    Each view reads the files the manifest lists for the table (of ``teams`` only, when given; older
+    schema versions read as the current one) and adds ``team_id`` and ``date`` as VARCHAR, like
+    :meth:`Lake.scan`. With ``catalog``, the catalog's tables and the derived views come too
+    (:func:`assay.connect` asks for them). Everything is read at connection time; reconnect to see later
+    writes.
+
+    A listed file that fails the cheap check against the manifest (:mod:`.lake.integrity`) is left out of
+    its view and stands in it as a guard of its partition: a query that reads that team and date fails
+    with :class:`EvidenceError` naming the file, while one filtered to other teams or dates never meets it.
     """
     con = _duckdb()
     register_filesystem(con, lake.fs)
-    listed = lake.snapshot()  # one read of the manifest: a judging pass is seen whole or not at all
+    # one read of the manifest: a judging pass is seen whole or not at all
+    listed, problems = lake.snapshot(None if teams is None else list(teams))
     for name, table in lake.tables.items():
-        _lake_relation(con, name, table, listed[name])
+        _lake_relation(con, name, table, listed[name], [p for p in problems if p.table == name])
     for name, arrow in (tables or {}).items():
         if name in lake.tables:
             raise EvidenceError(f"catalog table {name!r} would hide the lake table of the same name")
@@ -141,8 +152,23 @@ def run(con: "duckdb.DuckDBPyConnection", sql: str) -> Answer:
             return Answer([], [], [])
         return Answer(list(relation.columns), [str(t) for t in relation.types], relation.fetchall())
     except duckdb.Error as exc:
-        first = str(exc).strip().split("\n\n")[0]  # DuckDB's message, then a blank line and a pointer into the SQL
-        raise QueryError(sql, " ".join(first.split())) from None
+        raise lake_error(exc) or QueryError(sql, _first(exc)) from None
+
+
+def lake_error(exc: Exception) -> EvidenceError | None:
+    """The lake problem behind a DuckDB error, as :class:`EvidenceError` (a guarded partition's message, or a
+    file DuckDB could not read, named), else None; DuckDB's SQL is never repeated."""
+    message = _first(exc)
+    if _GUARD in message:
+        return LakeFileError(message.split(_GUARD, 1)[1])
+    if "parquet" in message.lower() or "No files found" in message:
+        return EvidenceError(f"the lake could not be read: {message}; run `assay lake verify` to find the file")
+    return None
+
+
+def _first(exc: Exception) -> str:
+    first = str(exc).strip().split("\n\n")[0]  # DuckDB's message, then a blank line and a pointer into the SQL
+    return " ".join(first.split())
 
 
 def _text(value: Any, null: str) -> str:
@@ -209,16 +235,32 @@ def _duckdb() -> "duckdb.DuckDBPyConnection":
 
 
 def _lake_relation(
-    con: "duckdb.DuckDBPyConnection", name: str, table: "LakeTable", found: list[tuple[str, int]]
+    con: "duckdb.DuckDBPyConnection", name: str, table: "LakeTable", found: list[tuple[str, int]],
+    bad: "Iterable[FileProblem]" = (),
 ) -> None:
-    """A view over ``found`` (address, schema version), or the table's empty read schema when there is none."""
+    """A view over ``found`` (address, schema version), or the table's empty read schema when there is none;
+    each of the ``bad`` files stands in it as a guard that fails a query reading its team and date."""
     files: dict[int, list[str]] = {}
     for address, version in found:
         files.setdefault(version, []).append(address)
-    if files:
-        con.execute(f"CREATE VIEW {_quote(name)} AS {_view_sql(table, files)}")
-    else:
+    guards = [_guard_sql(p) for p in bad]
+    if not guards and not files:
         con.register(name, table.read_schema.empty_table())
+        return
+    if not files:
+        con.register(f"_empty_{name}", table.read_schema.empty_table())
+    body = _view_sql(table, files) if files else f"SELECT * FROM {_quote(f'_empty_{name}')}"
+    con.execute(f"CREATE VIEW {_quote(name)} AS {' UNION ALL BY NAME '.join([body, *guards])}")
+
+
+_GUARD = "assay lake: "
+
+
+def _guard_sql(p: "FileProblem") -> str:
+    """One row of the bad file's partition (``team_id``, ``date``; its other columns null) that raises when read:
+    a filter on another team or date removes it before it is."""
+    return (f"SELECT {_literal(p.team_id)} AS team_id, {_literal(p.date)} AS date "
+            f"WHERE error({_literal(_GUARD + p.message())}) IS NULL")
 
 
 def _install(con: "duckdb.DuckDBPyConnection", arrow: Mapping[str, pa.Table], provided: Iterable[str]) -> None:

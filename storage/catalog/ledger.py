@@ -6,8 +6,9 @@ UPDATE matches. A report writes its evidence files first (invisible), then in on
 takes the run's row lock with such an UPDATE (only the live lease holder's matches), records the
 request id (a repeat is a no-op) and names the files in the lake's manifest.
 
-A report into a finalised run is dropped loudly: logged, counted, and kept in ``rejected_reports``
-with its whole payload.
+A report into a finalised run is dropped loudly: logged, counted, and kept in ``rejected_reports`` as a
+bounded summary (its request id, counts, first rows, and the hash and size of its payload:
+:mod:`.rejected`), so a refused 10,000-call report is a row of kilobytes, not megabytes.
 
 An asynchronous run (a vendor that answers hours later) waits at the vendor as ``running`` with a
 ``provider_ref`` and **no lease**: :meth:`CatalogLedger.submitted` stores the reference and gives the
@@ -35,6 +36,7 @@ from assay.core.runner import Lease, Receipt
 from ..evidence import assemble
 from ..lake import Lake, LakeFile
 from . import tables as t
+from .rejected import rejected_summary
 from .scratch import CatalogScratchBook
 
 log = logging.getLogger(__name__)
@@ -195,17 +197,28 @@ class CatalogLedger:
             runs.c.run_id == run_id, runs.c.finalised_at.is_(None), runs.c.lease_owner.is_(None)
         )
         with self.engine.begin() as conn:
-            for consumer, (verdict, reason) in verdicts.items():
+            for consumer, (verdict, why) in verdicts.items():
                 conn.execute(
                     t.run_criteria.update()
                     .where(t.run_criteria.c.run_id == run_id, t.run_criteria.c.consumer_key == consumer)
-                    .values(verdict=verdict, verdict_reason=reason)
+                    .values(verdict=verdict, verdict_reason=why)
                 )
             values = dict(status=status, outcome=outcome, finalised_at=self.clock())
             if reason is not None:
                 values["status_reason"] = reason
             if conn.execute(stmt.values(**values)).rowcount != 1:
                 raise self._why_not(conn, run_id, "(finaliser)", self.clock())
+
+    def defer(self, run_id: str, reason: str) -> bool:
+        """Leave a released run open, saying why its finalisation waits (a transient failure: a full disk,
+        the judge's store unreachable). It stays ``released``, so the reaper tries it again; nothing is
+        frozen for a cause that passes. False if the run is not released and open any more."""
+        stmt = runs.update().where(
+            runs.c.run_id == run_id, runs.c.status == "released", runs.c.finalised_at.is_(None),
+            runs.c.lease_owner.is_(None),
+        ).values(status_reason=reason)
+        with self.engine.begin() as conn:
+            return conn.execute(stmt).rowcount == 1
 
     def _why_not(self, conn: sa.Connection, run_id: str, owner: str, now: datetime) -> Exception:
         row = conn.execute(sa.select(runs).where(runs.c.run_id == run_id)).first()
@@ -229,7 +242,7 @@ class CatalogLedger:
         short transaction checks the lease (compare-and-set), records the request id and names the files
         in the lake's manifest (:meth:`commit_report`). Refused or crashed, the files stay unnamed: nobody
         reads them, and vacuum removes them. Secrets are redacted first
-        (:func:`~assay.core.redact.redact_report`), so neither the lake nor a rejected report's payload
+        (:func:`~assay.core.redact.redact_report`), so neither the lake nor a rejected report's summary
         ever holds one.
         """
         return self.commit_report(lease, self.stage_report(lease, report))
@@ -294,12 +307,13 @@ class CatalogLedger:
         return Receipt("accepted", case_runs=n_runs, evaluations=n_evals)
 
     def _reject(self, lease: Lease, report: Report, refusal: Exception, now: datetime) -> Receipt:
-        """Keep a refused report with its payload; a finalised run's late report is dropped, others raise."""
+        """Keep a bounded summary of a refused report (:func:`~.rejected.rejected_summary`); a finalised run's
+        late report is dropped, others raise."""
         with self.engine.begin() as conn:
             conn.execute(
                 t.rejected_reports.insert().values(
                     run_id=lease.run_id, request_id=report.request_id, owner=lease.owner,
-                    reason=str(refusal), payload=report.to_payload(), received_at=now,
+                    reason=str(refusal), payload=rejected_summary(report), received_at=now,
                 )
             )
             count = conn.execute(

@@ -13,8 +13,12 @@ no longer mentions is kept as it is, and the plan says so. Loading the same bund
 nothing. Templates are versioned like assertions, template groups edited in place; how a bundle and
 the cases templates made keep out of each other's way is :mod:`.load_templates`'s.
 
-Secrets never reach the catalog: case content and stored targets go through
-:func:`~assay.core.redact.redact` (a suite keeps the hash of its raw target, see :meth:`_Planner._suite`).
+Secrets never reach the catalog: every free-text value of a bundle (names, titles, descriptions, case
+content, assertion parameters, templates, stored targets) goes through :func:`~assay.core.redact.redact`
+or :func:`~assay.core.redact.redact_text` before it is compared or written, so a reload compares like with
+like. A suite keeps the hash of its raw target and an assertion the hash of its raw content, so rotating a
+key in either is a change (see :meth:`_Planner._suite`). Keys cannot be rewritten: one that looks like a
+credential is refused when the bundle is read (:mod:`assay.core.bundle_base`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from assay.core.bundle import AssertionDef, Bundle, CaseDef, SuiteDef, criteria_
 from assay.core.errors import BundleError
 from assay.core.failpoints import failpoint
 from assay.core.ids import content_hash, new_id
-from assay.core.redact import redact
+from assay.core.redact import redact, redact_text
 
 from . import tables as t
 from .diff import KINDS, PAST, TEMPLATE_KINDS, Action, BundleDiff, Change, Kind, LoadSummary, Write
@@ -215,14 +219,14 @@ class _Planner:
 
     def plan(self) -> BundleDiff:
         for team in self.bundle.teams:
-            stored = self.state.teams.get(team.id)
-            new = {"team_id": team.id, "name": team.name, "created_at": self.now}
-            fields = {"name": (stored, team.name)}
+            stored, name = self.state.teams.get(team.id), redact_text(team.name)
+            new = {"team_id": team.id, "name": name, "created_at": self.now}
+            fields = {"name": (stored, name)}
             self._editable("teams", f"team {team.id}", t.teams, {"team_id": team.id}, new, fields, stored is not None)
         for consumer in self.bundle.consumers:
-            stored = self.state.consumers.get(consumer.key)
-            key, new = {"consumer_key": consumer.key}, {"description": consumer.description, "created_at": self.now}
-            changes = {"description": (stored, consumer.description)}
+            stored, description = self.state.consumers.get(consumer.key), redact_text(consumer.description)
+            key, new = {"consumer_key": consumer.key}, {"description": description, "created_at": self.now}
+            changes = {"description": (stored, description)}
             label = f"consumer {consumer.key}"
             self._editable("consumers", label, t.consumers, key, {**key, **new}, changes, stored is not None)
         for team in self.bundle.teams:
@@ -237,16 +241,16 @@ class _Planner:
         """Templates are versioned (a change is a new version); groups are edited in place."""
         for tpl in self.bundle.templates:
             content = redact(tpl.stored())
-            values = {"template_key": tpl.key, "title": tpl.title, "content": content}
+            values = {"template_key": tpl.key, "title": redact_text(tpl.title), "content": content}
             self._versioned("templates", f"template {tpl.key}", t.templates, "template_id", "content_hash",
                             self.templated.templates.get(tpl.key), content_hash(content), values,
                             ref=(("template", tpl.key),))  # fmt: skip
         for group in self.bundle.template_groups:
             row = self.templated.groups.get(group.key)
-            values = {"title": group.title, "templates": list(group.templates)}
+            values = {"title": redact_text(group.title), "templates": list(group.templates)}
             new = {"group_key": group.key, **values, "created_at": self.now, "updated_at": self.now}
             fields = {} if row is None else {
-                "title": (row.title, group.title), "templates": (row.templates, values["templates"])}
+                "title": (row.title, values["title"]), "templates": (row.templates, values["templates"])}
             self._editable("template_groups", f"template group {group.key}", t.template_groups,
                            {"group_key": group.key}, new, fields, row is not None,
                            update={**values, "updated_at": self.now})  # fmt: skip
@@ -273,14 +277,14 @@ class _Planner:
 
     def _case(self, team_id: str, case: CaseDef) -> str:
         content = redact(case.content())  # a world fact may hold a key; the catalog never does
-        values = {"title": case.title, "content": content, "content_hash": content_hash(content),
+        values = {"title": content["title"], "content": content, "content_hash": content_hash(content),
                   "source_recipe_id": case.source_recipe}  # fmt: skip
         row = self.state.cases.get((team_id, case.key))
         case_id = row.case_id if row is not None else new_id()
         new = {"case_id": case_id, "team_id": team_id, "case_key": case.key, **values,
                "created_at": self.now, "updated_at": self.now}  # fmt: skip
         fields = {} if row is None else {
-            "title": (row.title, case.title),
+            "title": (row.title, values["title"]),
             "situation": (row.content_hash, values["content_hash"]),
             "source_recipe": (row.source_recipe_id, case.source_recipe),
         }  # fmt: skip
@@ -295,7 +299,7 @@ class _Planner:
         target = suite.resolved_target
         # The stored config is redacted; its hash is the raw file's, so rotating a key in it is a change
         # and reloading an unchanged file is not.
-        values = {"name": suite.name, "target_kind": target.kind, "target": redact(target.target),
+        values = {"name": redact_text(suite.name), "target_kind": target.kind, "target": redact(target.target),
                   "target_hash": target.hash, "tags": sorted(suite.tags), "runners": list(suite.runners),
                   "repeat": suite.repeat.model_dump(exclude_none=True) if suite.repeat else None}  # fmt: skip
         row = self.state.suites.get((team_id, suite.key))
@@ -307,7 +311,7 @@ class _Planner:
         applied = [c for c, _ in stored_members or [] if c in self.templated.made_ids and c not in case_ids]
         members = [(case_id, position) for position, case_id in enumerate([*case_ids, *applied])]
         fields = {} if row is None else {
-            "name": (row.name, suite.name),
+            "name": (row.name, values["name"]),
             "target": ((row.target_kind, row.target_hash), (target.kind, target.hash)),
             "cases": (stored_members, members),
             "tags": (row.tags, values["tags"]),
@@ -330,7 +334,7 @@ class _Planner:
         self._assertions(where, suite.assertions, team_id=team_id, suite_id=suite_id,
                          ref=(("team", team_id), ("suite", suite.key)))
         for consumer, spec in suite.criteria.items():
-            stored = criteria_spec(spec)
+            stored = redact(criteria_spec(spec))
             row_values = {"suite_id": suite_id, "consumer_key": consumer, "spec": stored}
             latest = self.state.criteria.get((suite_id, consumer))
             self._versioned("criteria", f"{where}: criteria {consumer}", t.criteria, "criteria_id", "spec_hash",
@@ -346,7 +350,7 @@ class _Planner:
         owner = f"case:{case_id}" if case_id else f"suite:{suite_id}"
         for a in assertions:
             values = {"team_id": team_id, "case_id": case_id, "suite_id": suite_id, "owner": owner,
-                      "assertion_key": a.key, **a.stored()}  # fmt: skip
+                      "assertion_key": a.key, **redact(a.stored())}  # fmt: skip
             self._versioned("assertions", f"{where}: assertion {a.key}", t.assertions, "assertion_id", "content_hash",
                             self.state.assertions.get((owner, a.key)), a.content_hash, values,
                             ref=(*ref, ("assertion", a.key), ("mechanism", a.mechanism)))  # fmt: skip

@@ -279,6 +279,7 @@ lake_files = sa.Table(
     sa.Column("added_at", UtcDateTime(), nullable=False),
     sa.Column("removed_at", UtcDateTime(), nullable=True),
     sa.Column("removed_by", sa.String(128), nullable=True),
+    sa.Column("checksum", sa.String(64), nullable=True),
     sa.CheckConstraint(
         "origin IN ('report', 'judging', 'rescore', 'compaction', 'migration')", name="origin"
     ),
@@ -293,6 +294,15 @@ lake_file_runs = sa.Table(
     sa.Column("run_id", sa.String(32), primary_key=True),
 )
 sa.Index("ix_lake_file_runs_run", lake_file_runs.c.run_id)
+
+lake_staged = sa.Table(
+    "lake_staged",
+    metadata,
+    sa.Column("path", sa.String(512), primary_key=True),
+    sa.Column("expires_at", UtcDateTime(), nullable=False),
+)
+"""Leases on staged lake files: vacuum leaves a file alone while its lease lasts (the commit drops the row)."""
+sa.Index("ix_lake_staged_expires", lake_staged.c.expires_at)
 
 judging_passes = sa.Table(
     "judging_passes",
@@ -396,5 +406,19 @@ projection_marks = sa.Table(
 ``through_file_id`` and every catalog change (finalisation, criteria version) before ``through_at`` is in it;
 ``recent`` lists the file, run and criteria ids of the last few minutes before ``through_at`` that it read,
 so a writer that committed late (a smaller id, an earlier time) is still found, and nothing is read twice."""
+
+workspace = sa.Table(
+    "workspace",
+    metadata,
+    sa.Column("slot", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("workspace_id", sa.String(32), nullable=False),
+    sa.Column("lake_url", sa.Text, nullable=False),
+    _created(),
+    sa.CheckConstraint("slot = 1", name="one_row"),
+)
+"""The one workspace this catalog belongs to (``slot`` is always 1): its id and the lake whose files its
+manifest lists (a local path absolute, or relative to a SQLite catalog file's folder when inside it, so a
+workspace folder moves whole), written by `assay init`. Every command checks the lake it was
+given against it (:mod:`.workspace_identity`): a mistyped ``ASSAY_HOME`` beside a shared catalog is refused."""
 
 from .template_tables import template_cases, template_groups, templates  # noqa: E402,F401 - the same metadata

@@ -5,7 +5,8 @@ partition holds thousands of them. Compacting one partition takes three steps:
 
 1. :func:`plan` picks, from the manifest, each partition's live files smaller than the target size
    (only where rewriting them gives fewer files);
-2. :func:`rewrite` reads them in one scan, sorts the rows for the re-score query and stages them as
+2. :func:`rewrite` checks each file in full against the manifest (size, footer, sha256: a file changed
+   since it was written is refused by name, never copied into a new file as if it were true), reads them in one scan, sorts the rows for the re-score query and stages them as
    new files through :meth:`Lake.stage` (validated, at the current schema version), read by nobody yet;
 3. :func:`swap` retires the old files and names the new ones in **one** catalog transaction, and only
    if every old file is still live: a concurrent compaction of the same partition got there first
@@ -27,7 +28,7 @@ from assay.core.errors import EvidenceError
 from assay.core.failpoints import failpoint
 from assay.core.ids import new_id
 
-from . import manifest
+from . import integrity, manifest
 from .manifest import FileFilter, LakeFile
 from .projection_tables import PROJECTED
 from .store import Lake
@@ -46,6 +47,7 @@ class SmallFile:
     rows: int
     bytes: int
     version: int
+    checksum: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ def plan(
     for (name, team_id, day), rows in groupby(found, key=lambda r: (r.table_name, r.team_id, r.lake_date)):
         if name not in lake.tables or name in PROJECTED:
             continue  # a table this build does not know, or a projected one (rewritten per suite by every pass)
-        small = tuple(SmallFile(r.path, r.rows, r.bytes, r.schema_version) for r in rows)
+        small = tuple(SmallFile(r.path, r.rows, r.bytes, r.schema_version, r.checksum) for r in rows)
         p = Partition(name, team_id, day, small)
         if len(small) >= min_files and _pieces(p, target_bytes) < len(small):
             partitions.append(p)
@@ -118,9 +120,15 @@ def rewrite(lake: Lake, p: Partition, *, target_bytes: int = TARGET_BYTES) -> Co
     """Read ``p``'s files in one scan and stage their rows, sorted, as few new files (unnamed yet).
 
     Files of an older schema version are read as the current one and rewritten at it. A missing or
-    corrupt file raises :class:`~assay.core.errors.EvidenceError` naming it, having staged nothing.
+    corrupt file, or one whose bytes changed since they were written (its sha256), raises
+    :class:`~assay.core.errors.EvidenceError` naming it, having staged nothing.
     """
     lt = lake.table(p.table)
+    for small in p.files:
+        found = integrity.problem(lake, LakeFile(lt.name, small.path, p.team_id, p.date, small.rows, small.bytes,
+                                                 small.version, checksum=small.checksum), full=True)
+        if found is not None:
+            raise found.error()
     scan = lake.scan_files(lt.name, [(lake.address(small.path), small.version) for small in p.files])
     query = scan.select(lt.arrow_schema.names).sort(sort_keys(lake, lt.name))
     until = (date.fromisoformat(p.date) + timedelta(days=1)).isoformat()

@@ -3,14 +3,17 @@
 Layout: ``<lake>/<table>/team_id=<t>/date=<YYYY-MM-DD>/part-<uuid32hex>.parquet``. Files are written
 once and never changed. Writing is two steps:
 
-1. :meth:`Lake.stage` validates rows and writes them as a new file (atomically: a local file appears
-   whole by rename, an object-store file by one PUT). Nobody reads it yet: no manifest row names it.
-2. :meth:`Lake.commit` names the staged files in the manifest, **in the caller's catalog transaction**,
-   next to what makes them true (a report's acceptance, a judging pass). The catalog's write lock is
-   held only for that short transaction, never while Parquet is written.
+1. :meth:`Lake.stage` validates rows, takes a lease on the new file's path (a ``lake_staged`` row, in a
+   short transaction of its own) and writes the file (atomically: a local file appears whole by rename,
+   an object-store file by one PUT), recording its size and sha256. Nobody reads it yet: no manifest row
+   names it, and vacuum leaves it alone while the lease lasts (:meth:`Lake.renew_staged` extends it).
+2. :meth:`Lake.commit` checks that every staged file is still there as it was written (size and footer)
+   and still leased, then names the files in the manifest and drops their leases, **in the caller's
+   catalog transaction**, next to what makes them true (a report's acceptance, a judging pass). The
+   catalog's write lock is held only for that short transaction, never while Parquet is written.
 
 Readers ask the manifest first (:mod:`.manifest`) and open only the files of the runs, teams and dates
-they need; uniqueness holds at write time (request ids and pass ids are unique in the catalog), so no
+they need, each checked cheaply against its manifest row first (:mod:`.integrity`); uniqueness holds at write time (request ids and pass ids are unique in the catalog), so no
 reader de-duplicates. A file no row names (a crashed or refused writer's) is never read, and
 :func:`~.upkeep.vacuum` deletes it after a grace period.
 """
@@ -18,11 +21,12 @@ reader de-duplicates. A file no row names (a crashed or refused writer's) is nev
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from datetime import date as _date
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +40,8 @@ from fsspec.implementations.local import LocalFileSystem
 from assay.core.errors import EvidenceError, IdentifierError, SchemaVersionError
 from assay.core.ids import identifier
 
-from . import manifest
+from . import integrity, manifest
+from .integrity import FILE_KEY, TABLE_KEY, VERSION_KEY, FileProblem, LakeFileError
 from .manifest import FileFilter, LakeFile
 from .remote import scan_files
 from .schema import LakeTable, conform, validate
@@ -45,13 +50,14 @@ from .tables import TABLES
 if TYPE_CHECKING:
     from assay.core.settings import Settings
 
-TABLE_KEY, VERSION_KEY = b"assay.table", b"assay.schema_version"
 MARKER = "_assay_lake.json"
 """A file at the lake's root saying its files are listed by a catalog manifest (written on first use)."""
 STAGING = "_staging"
 ROW_GROUP_ROWS = 256 * 1024
 """Rows per Parquet row group: large enough for fast scans, small enough that a filter on a sorted
 column (``run_id``) skips most of a compacted file."""
+LEASE_SECONDS = 3600.0
+"""How long a staged file is protected from vacuum before its writer must commit or renew the lease."""
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -70,9 +76,12 @@ class Lake:
         storage_options: dict[str, Any] | None = None,
         *,
         tables: Mapping[str, LakeTable] | None = None,
+        lease_seconds: float = LEASE_SECONDS,
     ):
-        """Open the lake at ``url``; ``tables`` replaces the registry (tests use it for extra tables)."""
+        """Open the lake at ``url``; ``tables`` replaces the registry (tests use it for extra tables);
+        ``lease_seconds``: how long a staged file's lease lasts (:meth:`stage`, :meth:`renew_staged`)."""
         self.url = url
+        self.lease_seconds = lease_seconds
         self.engine = engine
         self.fs, self.root = fsspec.core.url_to_fs(url, **(storage_options or {}))
         self.root = self.root.rstrip("/")
@@ -108,11 +117,37 @@ class Lake:
         arrow = conform(t, data) if validated else validate(t, conform(t, data))
         if t.sort_by:
             arrow = arrow.sort_by([(c, "ascending") for c in t.sort_by])
-        arrow = arrow.replace_schema_metadata({TABLE_KEY: t.name.encode(), VERSION_KEY: str(t.version).encode()})
-        relative = f"{t.name}/team_id={team_id}/date={date}/part-{uuid.uuid4().hex}.parquet"
-        size = self._put(arrow, self.path(relative))
+        part = uuid.uuid4().hex
+        relative = f"{t.name}/team_id={team_id}/date={date}/part-{part}.parquet"
+        arrow = arrow.replace_schema_metadata(
+            {TABLE_KEY: t.name.encode(), VERSION_KEY: str(t.version).encode(), FILE_KEY: relative.encode()})
+        with self.engine.begin() as conn:  # before the file exists: vacuum never sees it unprotected
+            manifest.lease(conn, [relative], until=self._lease_end())
+        try:
+            size, digest = self._put(arrow, relative, part)
+        except BaseException:
+            with self.engine.begin() as conn:
+                manifest.release(conn, [relative])
+            raise
         runs = tuple(sorted(set(arrow.column("run_id").to_pylist()))) if "run_id" in arrow.column_names else ()
-        return LakeFile(t.name, relative, team_id, date, arrow.num_rows, size, t.version, runs)
+        return LakeFile(t.name, relative, team_id, date, arrow.num_rows, size, t.version, runs, digest, leased=True)
+
+    def renew_staged(self, staged: Sequence[LakeFile]) -> None:
+        """Extend the leases on ``staged`` files by :attr:`lease_seconds` from now, for a writer that works
+        longer than that between staging and committing. A lease that lapsed already (vacuum may have
+        deleted its file) raises :class:`EvidenceError`: the writer must stage those rows again."""
+        paths = [f.path for f in staged if f.leased]
+        if not paths:
+            return
+        with self.engine.begin() as conn:
+            lapsed = manifest.renew(conn, paths, until=self._lease_end())
+        if lapsed:
+            raise EvidenceError(f"the lease on staged lake file {self.address(sorted(lapsed)[0])} lapsed"
+                                + (f" (and {len(lapsed) - 1} more)" if len(lapsed) > 1 else "")
+                                + ": vacuum may have deleted it; stage its rows again")
+
+    def _lease_end(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.lease_seconds)
 
     def validate(self, table: str, data: pl.DataFrame | pa.Table) -> None:
         """Check ``data`` against ``table``'s schema and checks (:class:`EvidenceError` when it does not hold),
@@ -120,29 +155,61 @@ class Lake:
         t = self.table(table)
         validate(t, conform(t, data))
 
-    def _put(self, arrow: pa.Table, final: str) -> int:
-        """Write ``arrow`` to ``final`` so that it appears whole or not at all; return its size in bytes."""
-        if not self.local:  # an object store: one PUT of the finished bytes is atomic
-            sink = pa.BufferOutputStream()
-            pq.write_table(arrow, sink, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-            body = sink.getvalue().to_pybytes()
-            self.fs.pipe_file(final, body)
-            return len(body)
-        staging = f"{self.root}/{STAGING}"
-        os.makedirs(staging, exist_ok=True)
-        tmp = f"{staging}/{uuid.uuid4().hex}.tmp"
+    def _put(self, arrow: pa.Table, relative: str, part: str) -> tuple[int, str]:
+        """Write ``arrow`` as the file ``relative`` so that it appears whole or not at all; return its size
+        in bytes and sha256. A local file is written as ``_staging/<part>.tmp`` first (its lease covers that too).
+
+        A full disk raises :class:`EvidenceError` naming the file and its partition, having left nothing behind.
+        """
+        final = self.path(relative)
+        sink = pa.BufferOutputStream()
+        pq.write_table(arrow, sink, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+        body = sink.getvalue()
+        digest = integrity.checksum(body)
         try:
-            pq.write_table(arrow, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-            size = os.path.getsize(tmp)
-            os.makedirs(os.path.dirname(final), exist_ok=True)
-            os.replace(tmp, final)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        return size
+            if not self.local:  # an object store: one PUT of the finished bytes is atomic
+                self.fs.pipe_file(final, body.to_pybytes())
+                return body.size, digest
+            staging = f"{self.root}/{STAGING}"
+            os.makedirs(staging, exist_ok=True)
+            tmp = f"{staging}/{part}.tmp"
+            try:
+                _write_bytes(tmp, body)
+                os.makedirs(os.path.dirname(final), exist_ok=True)
+                os.replace(tmp, final)
+            finally:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            table, team, date, _ = relative.split("/")
+            raise EvidenceError(
+                f"no space left on the device writing lake file {self.address(relative)} ({table}, "
+                f"{team.replace('=', ' ')}, {date.replace('=', ' ')}): nothing was recorded; free space on the "
+                "lake's disk and run the command again"
+            ) from None
+        return body.size, digest
 
     def commit(self, conn: sa.Connection, written: Sequence[LakeFile], *, origin: str, ref: str) -> None:
-        """Name ``written`` in the manifest within ``conn``'s transaction (visible when it commits)."""
+        """Name ``written`` in the manifest within ``conn``'s transaction (visible when it commits).
+
+        Each file must still be there as it was written (size and footer) and, when staged, still leased
+        (a lapsed lease may have let vacuum delete it): otherwise :class:`EvidenceError` names the file and
+        the caller's transaction rolls back, recording nothing; the writer must stage its rows again.
+        """
+        for f in written:
+            found = integrity.problem(self, f, parsed=True)
+            if found is not None:
+                raise LakeFileError(f"cannot commit: staged {found.describe()}; nothing was recorded: stage the "
+                                    "rows again")
+        lapsed = manifest.release(conn, [f.path for f in written if f.leased])
+        if lapsed:
+            raise EvidenceError(
+                f"cannot commit: the lease on staged lake file {self.address(sorted(lapsed)[0])} lapsed, so vacuum "
+                "may delete it; nothing was recorded: stage the rows again (or renew leases while working: "
+                "Lake.renew_staged)"
+            )
         manifest.record(conn, written, origin=origin, ref=ref, now=datetime.now(UTC))
 
     def write(self, table: str, data: pl.DataFrame | pa.Table, *, team_id: str, date: str, origin: str,
@@ -162,22 +229,45 @@ class Lake:
         """
         return self._addressed(self.table(table), self.live(table, where))
 
-    def snapshot(self) -> dict[str, list[tuple[str, int]]]:
-        """(address, schema version) of every table's live files, from one read of the manifest."""
+    def snapshot(self, teams: Sequence[str] | None = None) -> tuple[dict[str, list[tuple[str, int]]], list[FileProblem]]:
+        """(address, schema version) of every table's live files (of ``teams``, or all), from one read of the
+        manifest, leaving out the files that fail the cheap check (:mod:`.integrity`); and those files."""
         self.check_layout()
         with self.engine.connect() as conn:
-            found = manifest.live_tables(conn, list(self.tables))
-        return {name: self._addressed(self.tables[name], listed) for name, listed in found.items()}
+            found = manifest.live_tables(conn, list(self.tables), teams)
+        problems = [p for files in found.values() for f in files if (p := integrity.problem(self, f))]
+        bad = {p.path for p in problems}
+        good = {name: [(f.path, f.version) for f in files if f.path not in bad] for name, files in found.items()}
+        return {name: self._addressed(self.tables[name], listed) for name, listed in good.items()}, problems
+
+    def verify(self, *, team: str | None = None, table: str | None = None) -> list[FileProblem]:
+        """Every live file (of ``team`` and ``table``, or all) that differs from its manifest row, by the
+        full check: size, footer, columns and sha256 (``assay lake verify``)."""
+        self.check_layout()
+        names = [self.table(table).name] if table else list(self.tables)
+        with self.engine.connect() as conn:
+            found = manifest.live_tables(conn, names, None if team is None else [team])
+        return [p for files in found.values() for f in files if (p := integrity.problem(self, f, full=True))]
 
     def _addressed(self, t: LakeTable, listed: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
         """``listed`` (relative path, version) as addresses; a version this build does not read is refused by name."""
         return _known(t, [(self.address(path), version) for path, version in listed])
 
     def live(self, table: str, where: FileFilter = FileFilter()) -> list[tuple[str, int]]:
-        """(path relative to the root, schema version) of the live files of ``table`` that ``where`` selects."""
+        """(path relative to the root, schema version) of the live files of ``table`` that ``where`` selects.
+
+        Each is checked cheaply against its manifest row first (:func:`.integrity.problem`): a file missing
+        or not as written raises :class:`EvidenceError` naming it, its team and date (files of other
+        partitions are never looked at).
+        """
         self.check_layout()
         with self.engine.connect() as conn:
-            return manifest.live(conn, self.table(table).name, where)
+            listed = manifest.listed(conn, self.table(table).name, where)
+        for f in listed:
+            found = integrity.problem(self, f)
+            if found is not None:
+                raise found.error()
+        return [(f.path, f.version) for f in listed]
 
     def scan(self, table: str, where: FileFilter = FileFilter(), **narrow: Any) -> pl.LazyFrame:
         """The rows of ``table`` in the files ``where`` (or ``runs=``, ``teams=``, ...) selects, lazily.
@@ -200,7 +290,7 @@ class Lake:
         if self.local:
             missing = [a for a, _ in found if not os.path.exists(a)]
             if missing:
-                raise EvidenceError(
+                raise LakeFileError(
                     f"lake file {missing[0]} is listed by the manifest but missing"
                     + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
                     + "; restore it from a backup: the rows it held cannot be read"
@@ -247,20 +337,19 @@ class Lake:
         try:
             return frame.collect(engine="streaming" if streaming else "auto")
         except (pl.exceptions.ComputeError, OSError) as exc:
-            self.check_files(table, where)
+            self.check_files(table, where, full=True)
             raise EvidenceError(f"{table}: the lake could not be read: {exc}") from None
 
-    def check_files(self, table: str, where: FileFilter = FileFilter()) -> None:
-        """Read the footer of every selected file; raise :class:`EvidenceError` naming the first bad one."""
-        t = self.table(table)
-        for relative, version in self.live(table, where):
-            address = self.address(relative)
-            try:
-                schema = self.footer(self.path(relative))
-            except (OSError, pa.ArrowException) as exc:
-                raise EvidenceError(f"lake file {address} cannot be read ({exc}); restore it from a backup") from None
-            if not schema.remove_metadata().equals(t.file_schema(version)):
-                raise EvidenceError(f"lake file {address}: columns differ from {t.name} v{version}: {schema.names}")
+    def check_files(self, table: str, where: FileFilter = FileFilter(), *, full: bool = False) -> None:
+        """Check every selected file against its manifest row (``full``: with its columns and sha256 too);
+        raise :class:`EvidenceError` naming the first bad one."""
+        self.check_layout()
+        with self.engine.connect() as conn:
+            listed = manifest.listed(conn, self.table(table).name, where)
+        for f in listed:
+            found = integrity.problem(self, f, full=full)
+            if found is not None:
+                raise found.error()
 
     # -- places -----------------------------------------------------------------------------------
     def path(self, relative: str) -> str:
@@ -295,6 +384,12 @@ class Lake:
         self._layout_checked = True
 
 
+def _write_bytes(path: str, body: pa.Buffer) -> None:
+    """Write a finished file's bytes to a local ``path`` (the one place a local lake file's bytes are written)."""
+    with open(path, "wb") as out:
+        out.write(memoryview(body))
+
+
 def _known(t: LakeTable, found: Sequence[tuple[str, int]]) -> Sequence[tuple[str, int]]:
     """``found`` (address, version), once every version is one this build reads; else the first other is refused by name."""
     for address, version in found:
@@ -314,4 +409,4 @@ def _check_date(value: Any) -> str:
     return value
 
 
-__all__ = ["MARKER", "STAGING", "Lake", "LakeLayoutError", "TABLE_KEY", "VERSION_KEY"]
+__all__ = ["FILE_KEY", "LEASE_SECONDS", "MARKER", "STAGING", "Lake", "LakeLayoutError", "TABLE_KEY", "VERSION_KEY"]

@@ -1,7 +1,8 @@
 """Keeping the lake tidy: vacuuming files nobody reads, and listing a lake written before the manifest.
 
 - :func:`vacuum` deletes files the manifest does not name (a crashed or refused writer's, ``_staging``
-  leftovers) once they are older than the grace period, and retired files (superseded by a compaction,
+  leftovers) once they are older than the grace period and no live lease covers them (a writer still at
+  work between staging and committing holds one), and retired files (superseded by a compaction,
   or by a judging pass rewriting the re-score state) once their grace period has passed. A reader that
   listed a retired file a moment before still finds it.
 - :func:`migrate` lists the files of a lake written in the earlier layout (no manifest) in the
@@ -60,8 +61,9 @@ def vacuum(lake: Lake, *, grace_seconds: float, now: datetime | None = None) -> 
     ``retired``: files a compaction or a judging pass (the re-score state, copy on write) superseded more
     than ``grace_seconds`` ago (their manifest rows are
     dropped first, so a crash in between leaves only unnamed files, which the next vacuum deletes).
-    ``unnamed``: files no manifest row names, written more than ``grace_seconds`` ago. The grace period
-    must exceed the longest time a writer takes between staging a file and committing it.
+    ``unnamed``: files no manifest row names and no live lease covers, written more than ``grace_seconds``
+    ago. Lapsed leases are dropped first, in a transaction of their own: a writer committing afterwards
+    finds its lease gone and is refused (:meth:`Lake.commit`), so a file is never both deleted and named.
     """
     now = now or datetime.now(UTC)
     cutoff = now - timedelta(seconds=grace_seconds)
@@ -72,13 +74,21 @@ def vacuum(lake: Lake, *, grace_seconds: float, now: datetime | None = None) -> 
     for path in retired:
         if lake.fs.exists(lake.path(path)):
             lake.fs.rm(lake.path(path))
+    with lake.engine.begin() as conn:
+        leased = manifest.leased(conn, now=now)
     with lake.engine.connect() as conn:
         named = manifest.named_paths(conn)
+    kept = named | leased | {f"{STAGING}/{_part(path)}.tmp" for path in leased}
     unnamed = [rel for rel, info in _listing(lake).items()
-               if rel not in named and (rel.endswith(".parquet") or rel.startswith(STAGING)) and _modified(info) < cutoff]
+               if rel not in kept and (rel.endswith(".parquet") or rel.startswith(STAGING)) and _modified(info) < cutoff]
     for rel in unnamed:
         lake.fs.rm(lake.path(rel))
     return {"retired": len(retired), "unnamed": len(unnamed)}
+
+
+def _part(path: str) -> str:
+    """The ``<hex>`` of ``.../part-<hex>.parquet``: a staged file's temporary name is ``_staging/<hex>.tmp``."""
+    return path.rsplit("/part-", 1)[-1].removesuffix(".parquet")
 
 
 def migrate(lake: Lake) -> dict[str, dict[str, int]]:

@@ -133,3 +133,27 @@ def test_rows_keep_the_file_order_when_the_file_is_read_in_parallel(tmp_path: Pa
     calls = load_call_set(path, {k: f"cid-{k}" for k in cases})
     refs = calls.case_runs["source_ref"].to_pylist()
     assert refs == [f"c{i:06d}" for i in range(20_000)]
+
+
+def test_the_rules_across_fields_judge_alike_in_both_forms(tmp_path: Path) -> None:
+    """A score on its scale, a scale that runs upwards and names unique within a call: rules of more than
+    one value, which the one-field variants above never break."""
+    numbers: list[Any] = [None, -1, 0, 5, 10, 10.0, 2**63 + 1, 9.223372036854776e18, 1e300, "5"]
+    lines = [{"call_id": "c", "case": "no-heat", "evaluations": [
+        {"name": "g", "evaluator": "v:g", "score": score, "scale_min": low, "scale_max": high}]}
+        for score in numbers for low in numbers for high in numbers]  # fmt: skip
+    evaluation = {"name": "g", "evaluator": "v:g"}
+    lines += [{"call_id": "c", "case": "no-heat", "evaluations": evaluations} for evaluations in (
+        [evaluation, evaluation], [evaluation, {**evaluation, "evaluator": "v:h"}], [evaluation, {**evaluation, "name": "h"}],
+        [evaluation, {"name": 1, "evaluator": "v:g"}, {"name": "1", "evaluator": "v:g"}], [evaluation, "g", evaluation],
+    )]  # fmt: skip
+    bulk = _bulk_verdicts(tmp_path, lines)
+    disagree = [(bad, check_line(line, CASES), line) for line, bad in zip(lines, bulk, strict=True)
+                if bad != bool(check_line(line, CASES))]  # fmt: skip
+    assert not disagree, "\n".join(f"bulk bad={bad}, line check {problems}: {json.dumps(line)}"
+                                   for bad, problems, line in disagree[:10])  # fmt: skip
+    off_scale = {"name": "g", "evaluator": "v:g", "score": 11, "scale_min": 0, "scale_max": 10}
+    assert check_line({"call_id": "c", "case": "no-heat", "evaluations": [off_scale]}, CASES) == [
+        ("evaluations[0].score", "11 is outside the scale 0..10; give the score on the vendor's scale, or the scale "
+                                 "the vendor scored on")]
+    assert sum(bulk) > 100 and len(lines) - sum(bulk) > 100  # both verdicts, many times over

@@ -195,7 +195,8 @@ def test_secrets_in_provider_payloads_and_raw_evaluations_are_redacted(tmp_path:
 
 def test_batches_split_at_batch_size_and_carry_their_own_evaluations(tmp_path: Path) -> None:
     lines = [call(f"c{i:02d}", case=CASE_KEYS[i % 3], evaluations=[
-        {"name": "g", "evaluator": "hamming:guardrail", "verdict": "pass"}] * (i % 3)) for i in range(25)]
+        {"name": f"g{j}", "evaluator": "hamming:guardrail", "verdict": "pass"} for j in range(i % 3)])
+        for i in range(25)]
     reports = replay(job_for(*write(tmp_path, lines), run_id="run-42"), batch_size=10)
     assert [r.size for r in reports] == [10, 10, 5]
     assert [r.request_id for r in reports] == ["run-42:recorded:0", "run-42:recorded:1", "run-42:recorded:2"]
@@ -286,6 +287,12 @@ BAD_LINES = [
                  id="evaluation-without-evaluator"),
     pytest.param(call("c2", evaluations=[{"name": "g", "evaluator": "h", "score": "high"}]),
                  "evaluations[0].score", "expected a number", id="score-not-a-number"),
+    pytest.param(call("c2", evaluations=[{"name": "g", "evaluator": "h", "score": 12, "scale_min": 0, "scale_max": 10}]),
+                 "evaluations[0].score", "12 is outside the scale 0..10", id="score-off-its-scale"),
+    pytest.param(call("c2", evaluations=[{"name": "g", "evaluator": "h", "scale_min": 10, "scale_max": 0}]),
+                 "evaluations[0].scale_min", "scale_min 10 is above scale_max 0", id="scale-reversed"),
+    pytest.param(call("c2", evaluations=[{"name": "g", "evaluator": "h"}, {"name": "g", "evaluator": "i"}]),
+                 "evaluations[1].name", "'g' is already the name of evaluations[0]", id="evaluation-name-twice"),
     pytest.param(call("c2", evaluations=[{"name": "g", "evaluator": "h", "pass_score": 1}]),
                  "evaluations[0].pass_score", "allowed fields are name, evaluator", id="evaluation-unknown-field"),
     pytest.param(call("c2", started_at="2026-11-20T15:04:05"), "started_at", "with a UTC offset", id="naive-time"),
@@ -310,6 +317,7 @@ def test_a_bad_line_refuses_the_whole_file_naming_line_field_and_what_is_allowed
     assert str(path) in message and "nothing was reported" in message
     assert f"line 2{', ' + field if field else ''}: " in message, message
     assert allowed in message, message
+    assert "(call 'c2')" in message or not isinstance(line, dict) or field == "call_id", message
     assert "\n  line 1" not in message and "\n  line 3" not in message, message  # good lines are not blamed
 
 

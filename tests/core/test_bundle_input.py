@@ -147,6 +147,44 @@ def test_a_call_set_is_checked_at_load_by_the_runner_line_model(tmp_path: Path) 
     assert "line 3, cost_usd: expected a number >= 0 or null, got -1" in str(info.value)
 
 
+_EVALUATION = {"name": "g", "evaluator": "vendor:g"}
+
+
+@pytest.mark.parametrize(("evaluations", "field", "what"), [
+    pytest.param([{**_EVALUATION, "score": 12, "scale_min": 0, "scale_max": 10}], "evaluations[0].score",
+                 "12 is outside the scale 0..10; give the score on the vendor's scale", id="score-off-its-scale"),
+    pytest.param([{**_EVALUATION, "scale_min": 5, "scale_max": 1}], "evaluations[0].scale_min",
+                 "scale_min 5 is above scale_max 1; the scale runs from scale_min up to scale_max: swap them",
+                 id="scale-reversed"),
+    pytest.param([_EVALUATION, {**_EVALUATION, "evaluator": "vendor:h"}], "evaluations[1].name",
+                 "'g' is already the name of evaluations[0]; names must be unique within a line's evaluations",
+                 id="evaluation-name-twice"),
+])  # fmt: skip
+def test_a_call_set_fault_across_fields_is_refused_at_load_naming_file_line_call_and_field(
+    tmp_path: Path, evaluations: list[dict[str, Any]], field: str, what: str
+) -> None:
+    """Refused by ``assay load``, not half-way through a run: the run would have reported the batches before it."""
+    import sqlalchemy as sa
+
+    from assay.storage.catalog import tables as t
+    from assay.storage.catalog.engine import create_catalog_engine, migrate
+    from assay.storage.catalog.load import load_bundle
+
+    path = write(tmp_path, base())
+    calls = tmp_path / "calls" / "recorded.jsonl"
+    with calls.open("a") as handle:
+        handle.write(json.dumps({**CALLS[0], "call_id": "call-7", "evaluations": evaluations}) + "\n")
+    engine = create_catalog_engine(f"sqlite:///{tmp_path / 'catalog.db'}")
+    migrate(engine)
+    with pytest.raises(BundleError) as info:
+        load_bundle(engine, path)
+    message = str(info.value)
+    assert str(calls.resolve()) in message and "teams[0].suites[1].target.call_set" in message, message
+    assert f"line 3, {field}: {what}" in message and "(call 'call-7')" in message, message
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(t.teams)).scalar() == 0
+
+
 @pytest.mark.parametrize(
     ("text", "field", "what"),
     [
@@ -171,3 +209,38 @@ def test_the_runner_bulk_check_refuses_an_infinite_amount(tmp_path: Path) -> Non
     path.write_text('{"call_id": "1", "case": "a", "duration_ms": 1e400}\n')
     with pytest.raises(CallSetError, match="line 1, duration_ms: the number is infinite"):
         load_call_set(path, {"a": "case-a"})
+
+
+def _loop(folder: Path, name: str) -> Path:
+    """``name`` in ``folder``: a link to a link that leads back to it."""
+    (folder / f"{name}.other").symlink_to(name)
+    (folder / name).unlink(missing_ok=True)
+    (folder / name).symlink_to(f"{name}.other")
+    return folder / name
+
+
+def test_a_call_set_target_in_a_link_loop_is_refused_naming_the_path(tmp_path: Path) -> None:
+    path = write(tmp_path, base())
+    loop = _loop(tmp_path / "calls", "recorded.jsonl")
+    with pytest.raises(BundleError) as info:
+        read_bundle(path)
+    message = str(info.value)
+    assert "teams[0].suites[1].target.call_set" in message and str(loop) in message, message
+    assert "a symbolic link that leads back to itself" in message and "point the link at a file" in message, message
+
+
+@pytest.mark.parametrize("which", ["export", "out"])
+def test_calls_import_refuses_a_link_loop_naming_the_path(tmp_path: Path, which: str) -> None:
+    """Checked before the catalog is opened, so an unopened engine does."""
+    import sqlalchemy as sa
+
+    from assay.core.errors import CallExportError
+    from assay.flows.calls_import import import_calls
+
+    export, out = tmp_path / "export.json", tmp_path / "calls.jsonl"
+    export.write_text("[]")
+    loop = _loop(tmp_path, export.name if which == "export" else out.name)
+    with pytest.raises(CallExportError) as info:
+        import_calls(sa.create_engine("sqlite://"), "vapi", str(export), "acme/recorded", str(out))
+    assert str(loop) in str(info.value) and "leads back to itself" in str(info.value), str(info.value)
+    assert not out.exists() and not (tmp_path / "calls.jsonl.drafts.yaml").exists()

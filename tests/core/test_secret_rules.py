@@ -106,3 +106,18 @@ def test_a_clean_report_is_returned_without_copying_its_columns() -> None:
         out.case_runs.column("transcript").equals(report.case_runs.column("transcript"))
     )
     assert out.to_payload() == report.to_payload()
+
+
+@pytest.mark.parametrize(("key", "secret"), [
+    ("sessionid", True), ("sessionId", True), ("SessionID", True), ("sessId", True), ("PHPSESSID", True),
+    ("JSESSIONID", True), ("X-JSESSIONID", True), ("ASP.NET_SessionId", True), ("connect.sid", True),
+    ("sessionToken", True), ("session_key", True), ("session_cookie", True),
+    # a conversation's id, as agent harnesses and an exam's source name it: kept
+    ("session_id", False), ("source_session_id", False), ("session", False), ("sessions", False), ("sid", False),
+])  # fmt: skip
+def test_a_session_cookie_is_a_secret_key_and_a_conversation_id_is_not(key: str, secret: bool) -> None:
+    from assay.core.secrets import is_secret_key
+
+    assert is_secret_key(key) is secret
+    assert (redact({key: "v4lue-abc-123"}) == {key: REDACTED}) is secret
+    assert (redact_text(f"sent {key}=v4lue-abc-123 twice") == f"sent {key}={REDACTED} twice") is secret

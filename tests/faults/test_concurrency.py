@@ -12,12 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from test_lake_crash_points import check_invariants, recover
 
 from assay.flows import operations as ops
-from assay.flows.demo import DEMO, SUITES, write_revised_bundle
-from assay.flows.workspace import open_workspace
+from assay.flows.demo import SUITES, write_revised_bundle
 
 CHILD = r"""
 import json, sys, time
@@ -42,14 +40,6 @@ except AssayError as exc:
     print(json.dumps({"ok": False, "transient": exc.transient, "error": str(exc)}))
 """
 
-
-@pytest.fixture
-def ws(assay_home: Path, catalog_url: str, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("ASSAY_CATALOG_URL", catalog_url)
-    workspace = open_workspace(create=True)
-    ops.load(workspace, str(DEMO / "bundle.yaml"))
-    yield workspace
-    workspace.close()
 
 
 def together(ws, tmp_path: Path, *jobs: tuple[str, str]) -> list[dict]:

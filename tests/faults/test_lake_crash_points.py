@@ -147,7 +147,8 @@ COVERED_ELSEWHERE = {"compact.staged": "tests/storage/test_compaction.py", "comp
                      "finalise.judged": "tests/faults/test_catalog_crash_points.py",
                      "projection.staged": "tests/flows/test_projections.py",
                      "projection.recorded": "tests/flows/test_projections.py",
-                     "legacy.staged": "tests/flows/test_legacy.py", "legacy.recorded": "tests/flows/test_legacy.py"}
+                     "legacy.staged": "tests/flows/test_legacy.py", "legacy.recorded": "tests/flows/test_legacy.py",
+                     "rejudge.run_committed": "tests/faults/test_rejudge_bounded.py"}
 
 
 @pytest.mark.parametrize("step", sorted(CASES))

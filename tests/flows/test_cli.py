@@ -71,6 +71,7 @@ def test_the_program_ends_after_its_exit_handlers_without_the_teardown(fresh_int
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     env.update(ASSAY_HOME=str(tmp_path / "home"), PREFECT_HOME=str(tmp_path / "home" / "prefect"), NO_COLOR="1")
+    (tmp_path / "home").mkdir()  # a workspace's folder: where none is, every command but init refuses first
     proc = fresh_interpreter(code, env=env)
     assert proc.returncode == status, proc.stderr
     assert proc.stdout.rstrip().endswith("HANDLER RAN") and "TORN DOWN" not in proc.stdout, proc.stdout

@@ -147,7 +147,7 @@ def test_results_after_the_deadline_are_dropped_loudly(ws: Workspace, hamming: F
     assert "finalised" in rejected["reason"] and f"dropped report {rejected['request_id']}" in caplog.text
     with ws.engine.connect() as conn:
         payload = conn.execute(sa.select(t.rejected_reports.c.payload)).scalar_one()
-    assert len(payload["case_runs"]) == 2  # the whole late report is kept
+    assert len(payload["case_runs"]) == 2  # its summary keeps the late report's first case runs
     assert ws.lake.files("case_runs") == []
 
 

@@ -6,6 +6,7 @@ Vacuum and migrate are proved in ``test_lake_upkeep.py``; the builders live in `
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -21,7 +22,9 @@ from lake_kit import GOLDEN, T0, case_runs, evaluations, everything, list_file, 
 
 from assay.core.errors import EvidenceError, IdentifierError, SchemaVersionError
 from assay.core.settings import Settings
+from assay.storage.catalog import tables as catalog
 from assay.storage.lake import TABLES, FileFilter, Lake
+from assay.storage.lake import store
 from assay.storage.lake.store import MARKER
 from assay.storage.query import connect
 
@@ -160,12 +163,12 @@ def test_a_torn_write_is_never_visible(lake: Lake, monkeypatch: pytest.MonkeyPat
     first = lake.write("case_runs", case_runs(2), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
     before = lake.scan("case_runs").collect()
 
-    def torn(table: pa.Table, where: str, **kwargs: object) -> None:
+    def torn(where: str, body: pa.Buffer) -> None:
         with open(where, "wb") as f:
-            f.write(b"PAR1" + b"\0" * 1000)  # a header and half a row group, then the machine dies
+            f.write(body.to_pybytes()[: body.size // 2])  # a header and half the row groups, then the machine dies
         raise OSError("disk pulled mid-write")
 
-    monkeypatch.setattr(pq, "write_table", torn)
+    monkeypatch.setattr(store, "_write_bytes", torn)
     with pytest.raises(OSError, match="disk pulled"):
         lake.write("case_runs", case_runs(5, prefix="new"), team_id="team-a", date="2024-05-07", origin="report", ref="r:q2")
     monkeypatch.undo()
@@ -173,6 +176,30 @@ def test_a_torn_write_is_never_visible(lake: Lake, monkeypatch: pytest.MonkeyPat
     assert not Path(lake.root, "case_runs", "team_id=team-a", "date=2024-05-07").exists()
     assert os.listdir(Path(lake.root, "_staging")) == []
     assert Lake(lake.url, lake.engine).scan("case_runs").collect().equals(before)
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_a_full_disk_names_the_file_and_its_partition_and_records_nothing(
+    lake: Lake, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    lake = lake if where == "local" else request.getfixturevalue("memory_lake")
+    lake.check_layout(creating=True)  # the lake's marker is written; then the disk fills
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store, "_write_bytes", full)
+    monkeypatch.setattr(lake.fs, "pipe_file", full)
+    with pytest.raises(EvidenceError) as refused:
+        lake.write("case_runs", case_runs(2), team_id="team-a", date="2024-05-06", origin="report", ref="r:q")
+    message = str(refused.value)
+    assert re.search(r"no space left on the device writing lake file \S*case_runs/team_id=team-a/date=2024-05-06/"
+                     r"part-[0-9a-f]{32}\.parquet \(case_runs, team_id team-a, date 2024-05-06\): nothing was "
+                     r"recorded; free space", message), message
+    monkeypatch.undo()
+    assert manifest_paths(lake.engine) == [] and lake.files("case_runs") == []
+    with lake.engine.connect() as conn:  # the lease taken for the file is gone with it
+        assert conn.execute(sa.select(sa.func.count()).select_from(catalog.lake_staged)).scalar_one() == 0
 
 
 RUNS = [f"run-{i:02d}" for i in range(50)]

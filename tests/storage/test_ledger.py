@@ -183,7 +183,7 @@ def test_the_deadline_holds_after_claim(ledger: CatalogLedger, engine: sa.Engine
         ledger.report(lease, report_for(engine, run_id, "after"))
     details = run_details(engine, run_id)
     assert details["case_runs"] == 0 and details["reports"] == []
-    [rejected] = details["rejected_reports"]  # kept with its payload, like a late report
+    [rejected] = details["rejected_reports"]  # kept as a summary, like a late report
     assert rejected["request_id"] == "after" and "deadline passed" in rejected["reason"]
     assert ledger.lake.files("case_runs") == []
     assert ledger.reap()["deadline_passed"] == [run_id]

@@ -64,7 +64,7 @@ def test_suites_stored_before_tags_have_none(catalog_url: str) -> None:
                 "INSERT INTO suites (suite_id, team_id, suite_key, name, target_kind, target, target_hash, created_at, "
                 "updated_at) VALUES ('s1', 't', 'main', 'Main', 'config', '{}', 'h', :now, :now)"), {"now": now})
         migrate(engine)
-        assert current_revision(engine) == HEAD == "0010"
+        assert current_revision(engine) == HEAD == "0012"
         with engine.connect() as conn:  # no tags, no repeat plan (each case runs once), no declared runners
             stored = sa.select(suites.c.suite_id, suites.c.tags, suites.c.repeat, suites.c.runners)
             assert conn.execute(stored).all() == [("s1", [], None, [])]
