@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-all bench notebooks harnesses clean
+.PHONY: install demo lint test test-all bench notebooks harnesses clean
 
 install: $(STAMP)
 
@@ -28,10 +28,14 @@ demo: $(STAMP)
 # built once. `pytest -n 0` runs in one process.
 PYTEST := $(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile
 
-test: $(STAMP)
+# ruff's rules are in pyproject.toml; both tiers lint first.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: lint
 	$(PYTEST) -m "not e2e"
 
-test-all: $(STAMP)
+test-all: lint
 	$(PYTEST) --file-durations=0
 
 bench: $(STAMP)

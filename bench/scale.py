@@ -127,7 +127,6 @@ def _assay(env: dict[str, str], *args: str) -> dict[str, Any]:
 def fingerprint(home: Path) -> dict[str, Any]:
     """Each case run's latest results: counts of met true / false / null, and a hash of the sorted
     (case run, key, met, value)."""
-    import polars as pl
 
     from assay.core.settings import Settings
     from assay.flows.workspace import Workspace

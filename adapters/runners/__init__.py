@@ -39,6 +39,7 @@ _MODULES = {
     "CommandAgentRunner": "exam_runner",
 }
 
-__all__ = sorted(_MODULES)
+__all__ = ["ClaudeCodeRunner", "CodexRunner", "CommandAgentRunner", "ConfigCheckRunner", "ElevenLabsChatRunner",
+           "FixedRunner", "HammingRunner", "RecordedRunner", "VapiChatRunner", "VapiEvalsRunner"]
 
 __getattr__, __dir__ = lazy_names(__name__, _MODULES)  # each runner class imported on first use

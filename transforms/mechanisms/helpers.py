@@ -29,7 +29,9 @@ def number(x: float) -> str:
 def decide(frame: pl.DataFrame, met: pl.Expr, value: pl.Expr, if_null: pl.Expr | str, if_false: pl.Expr | str,
            evaluator: str) -> pl.DataFrame:
     """``met``, ``value``, and a reason when met is null or false, evaluated over ``frame``; one evaluator."""
-    as_expr = (lambda r: pl.lit(r) if isinstance(r, str) else r)
+    def as_expr(reason: pl.Expr | str) -> pl.Expr:
+        return pl.lit(reason) if isinstance(reason, str) else reason
+
     m = pl.col("met")
     return frame.with_columns(met=met, value=value).select(
         "met", "value",
