@@ -97,7 +97,8 @@ def _batches(lake: Lake, listed: Sequence[tuple[str, int]], judged: set[str]) ->
         return []
     found = [(lake.address(path), version) for path, version in listed]
     scan = lake.scan_files("current_results", found).filter(pl.col("run_id").is_in(others))
-    sizes = lake.collect(scan.group_by("run_id").len(), "current_results", FileFilter(runs=others), streaming=True)
+    # the default engine, as every other read of the library: the count reads the run column alone
+    sizes = lake.collect(scan.group_by("run_id").len(), "current_results", FileFilter(runs=others))
     out: list[list[str]] = []
     size = 0
     for run_id, rows in sizes.sort("run_id").iter_rows():
