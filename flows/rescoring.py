@@ -17,6 +17,7 @@ import polars as pl
 
 from assay.core.criteria import CriteriaSpec, resolve
 from assay.core.ids import content_hash, id_code, name_code
+from assay.storage.batches import BATCH_CASE_RUNS, packed
 from assay.storage.catalog.assertions import criteria_spec
 from assay.storage.catalog.runs import COVERAGE_COLUMNS, finalised_runs, find_suite, suite_assertion_keys
 from assay.storage.lake import FileFilter, codes
@@ -52,23 +53,11 @@ def _iso(column: str) -> pl.Expr:
     return pl.col(column).dt.to_string("%Y-%m-%dT%H:%M:%S%.6f+00:00")
 
 
-BATCH_CASE_RUNS = 250_000
-"""Case runs per batch when a re-score reads atoms (a larger run is a batch of its own): what it holds at once."""
-
-
 def batches(runs: pl.DataFrame, size: int | None = None) -> list[list[str]]:
     """``runs``' ids (with their ``case_runs``) in order, in batches of about ``size`` (:data:`BATCH_CASE_RUNS`)
     case runs."""
     size = BATCH_CASE_RUNS if size is None else size
-    out: list[list[str]] = []
-    held = 0
-    for run_id, case_runs in runs.select("run_id", pl.col("case_runs").fill_null(0)).iter_rows():
-        if not out or (out[-1] and held + case_runs > size):
-            out.append([])
-            held = 0
-        out[-1].append(run_id)
-        held += case_runs
-    return out
+    return packed(runs.select("run_id", pl.col("case_runs").fill_null(0)).iter_rows(), size)
 
 
 def _batched(parts: list[list[str]], verdicts: Callable[[list[str]], pl.DataFrame]) -> pl.DataFrame:

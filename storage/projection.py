@@ -31,6 +31,7 @@ from assay.core.criteria import CriteriaSpec
 from assay.core.errors import ConcurrentWriteError
 from assay.core.failpoints import failpoint
 
+from .batches import BATCH_CASE_RUNS
 from .catalog import tables as t
 from .lake import FileFilter, Lake, LakeFile, manifest
 from .lake.projection_tables import PROJECTED
@@ -187,11 +188,6 @@ def inputs(engine: sa.Engine, suites: Mapping[str, Sequence[str]]) -> Inputs:
                  for run_id, suite_id in suite_of.items()
                  for consumer, (cid, version) in now.get(suite_id, {}).items() if (run_id, cid) not in have]
     return Inputs(runs, pl.DataFrame(versions, schema=_VERSION_SCHEMA, orient="row"), specs)
-
-
-BATCH_CASE_RUNS = 250_000
-"""Case runs per batch of a pass (a larger run is a batch of its own; :func:`batches`' default): a batch's
-atoms are what a task holds."""
 
 
 def batches(plan: Pass, runs: int = 1000, case_runs: int | None = None) -> list[dict[str, list[str]]]:

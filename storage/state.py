@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from assay.core.ids import id_code
 
+from .batches import packed
 from .catalog import tables as t
 from .lake import FileFilter, Lake, LakeFile, codes
 
@@ -99,15 +100,7 @@ def _batches(lake: Lake, listed: Sequence[tuple[str, int]], judged: set[str]) ->
     scan = lake.scan_files("current_results", found).filter(pl.col("run_id").is_in(others))
     # the default engine, as every other read of the library: the count reads the run column alone
     sizes = lake.collect(scan.group_by("run_id").len(), "current_results", FileFilter(runs=others))
-    out: list[list[str]] = []
-    size = 0
-    for run_id, rows in sizes.sort("run_id").iter_rows():
-        if not out or (out[-1] and size + rows > COPY_ROWS):
-            out.append([])
-            size = 0
-        out[-1].append(run_id)
-        size += rows
-    return out
+    return packed(sizes.sort("run_id").iter_rows(), COPY_ROWS)
 
 
 def _copied(lake: Lake, before: Prior, columns: Sequence[str]) -> Iterator[pl.DataFrame]:
